@@ -1,0 +1,54 @@
+# haste-compute: every command sets up what it needs (a .venv and the pinned npm packages).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+PYTEST_ARGS ?=
+BACKEND ?= local
+JOBS ?= 200
+
+.PHONY: help install test check lint typecheck demo dev bench chaos clean
+
+help: ## List the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.txt requirements-dev.txt hastelib/pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e ./hastelib
+	@touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: $(STAMP) $(NODE_STAMP) ## Create .venv and install the pinned Python and npm packages
+
+lint: $(STAMP) ## ruff
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP) ## mypy (strict)
+	$(VENV)/bin/mypy
+
+test: install ## Run the whole suite (lint, types, unit, integration against Azurite, end to end)
+	$(MAKE) --no-print-directory lint typecheck
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+check: test ## Alias of test: what CI runs
+
+demo: install ## Start the embedded stack and run a real job end to end through the HTTP API
+	$(PY) -m hastegeo.cli.main demo --backend $(BACKEND)
+
+dev: install ## Start Azurite and the development Functions host until Ctrl-C
+	$(PY) -m hastegeo.cli.main dev
+
+bench: install ## Benchmark the pipeline against plain subprocess launches (JOBS=200)
+	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS)
+
+clean: ## Remove the virtualenv, npm packages and caches
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .haste

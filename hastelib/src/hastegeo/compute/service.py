@@ -1,0 +1,81 @@
+"""The only code that calls backend adapters.
+
+The pipeline asks this service to submit a spec on a named backend and then
+dispatches every later call by the handle's backend, so a job keeps talking
+to the backend that started it even if routing settings change meanwhile.
+Reading an output tries the provider first and then the blob copy every
+backend uploads, which is what lets a job finish after its node is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJobSpec, ComputeStatus
+from hastegeo.compute.registry import RunnerRegistry
+from hastegeo.utils.errors import BackendUnavailableError, HasteError, describe_exception
+
+log = logging.getLogger(__name__)
+
+# Reads ``container/blob`` and returns the bytes, or None when it does not exist.
+BlobReader = Callable[[str, str], "bytes | None"]
+
+
+class ExecutionService:
+    def __init__(self, registry: RunnerRegistry, read_blob: BlobReader) -> None:
+        self._registry = registry
+        self._read_blob = read_blob
+
+    def submit(self, backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+        """Submit ``spec`` on ``backend``; a repeat binds to the same provider job."""
+        handle = self._adapter(backend).submit(spec)
+        if handle.backend != backend:
+            raise BackendUnavailableError(
+                f"Adapter for {backend!r} returned a handle for {handle.backend!r}", backend=backend
+            )
+        return handle
+
+    def status(self, handle: ComputeJobHandle) -> ComputeStatus:
+        return self._adapter(handle.backend).status(handle)
+
+    def cancel(self, handle: ComputeJobHandle) -> None:
+        self._adapter(handle.backend).cancel(handle)
+
+    def cleanup(self, handle: ComputeJobHandle) -> str | None:
+        """Best-effort cleanup. Returns a readable note when it failed, instead of raising."""
+        try:
+            self._adapter(handle.backend).cleanup(handle)
+        except Exception as exc:  # cleanup must never fail a finished job
+            note = describe_exception(exc)
+            log.warning("cleanup of %s on %s failed: %s", handle.provider_ids, handle.backend, note)
+            return note
+        return None
+
+    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+        """``path`` (relative to the job's output prefix) from the provider, else from blob.
+
+        Returns None when neither copy can be read. A failing fallback is
+        logged and returns None; it never replaces the provider's reason.
+        """
+        provider_error: str | None = None
+        try:
+            data = self._adapter(handle.backend).read_output(handle, path)
+        except HasteError as exc:
+            data, provider_error = None, describe_exception(exc)
+        if data is not None:
+            return data
+        try:
+            return self._read_blob(handle.output.container, handle.output.child(path))
+        except Exception as exc:
+            log.warning(
+                "reading %s failed on %s (%s) and from blob (%s)",
+                path,
+                handle.backend,
+                provider_error or "not available",
+                describe_exception(exc),
+            )
+            return None
+
+    def _adapter(self, backend: str) -> ComputeBackend:
+        return self._registry.get(backend)

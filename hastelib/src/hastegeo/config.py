@@ -1,0 +1,190 @@
+"""Typed settings: the only place that reads environment variables.
+
+Each field's alias is its environment variable, and its description is the
+documentation (``docs/deploy.md`` and the drift check read them from here).
+:func:`load_settings` validates everything at start-up and raises one
+:class:`ConfigurationError` that names every bad variable, so a typo fails
+the deployment at once instead of a job at 3 a.m.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from pydantic import Field, ValidationError, model_validator
+
+from hastegeo.compute.azure_batch.settings import BatchSettings
+from hastegeo.compute.azure_ml.settings import AmlMode, AmlSettings
+from hastegeo.compute.contract import WORKLOADS
+from hastegeo.settings_base import CsvFloatMap, CsvList, _Section
+from hastegeo.utils.errors import ConfigurationError
+
+BACKENDS: tuple[str, ...] = ("local", "azure_batch", "azure_ml")
+
+
+class StorageSettings(_Section):
+    connection_string: str | None = Field(
+        None,
+        alias="AzureWebJobsStorage",
+        description="Storage connection string (development and Azurite). Production uses identity instead.",
+    )
+    account_name: str | None = Field(
+        None,
+        alias="AzureWebJobsStorage__accountName",
+        description="Storage account name for identity-based access (production).",
+    )
+    jobs_container: str = Field("haste-jobs", alias="HASTE_JOBS_CONTAINER", description="Container of job documents.")
+    outputs_container: str = Field(
+        "haste-outputs", alias="HASTE_OUTPUTS_CONTAINER", description="Container that receives job outputs and logs."
+    )
+    inputs_container: str = Field(
+        "haste-inputs", alias="HASTE_INPUTS_CONTAINER", description="Container that clients' input blobs live in."
+    )
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> StorageSettings:
+        if not self.connection_string and not self.account_name:
+            raise ValueError(
+                "set AzureWebJobsStorage (a connection string) or AzureWebJobsStorage__accountName (identity)"
+            )
+        return self
+
+
+class RoutingSettings(_Section):
+    enabled_backends: CsvList = Field(
+        ["local"],
+        alias="HASTE_BACKENDS_ENABLED",
+        description="Comma-separated backends jobs may run on: local, azure_batch, azure_ml.",
+    )
+    default_backend: str = Field(
+        "auto", alias="HASTE_DEFAULT_BACKEND", description="Backend used when a request names none: auto or a name."
+    )
+    weights: CsvFloatMap = Field(
+        {}, alias="HASTE_BACKEND_WEIGHTS", description="auto routing weights, e.g. local=1,azure_batch=3 (default 1)."
+    )
+
+    @model_validator(mode="after")
+    def _known(self) -> RoutingSettings:
+        unknown = sorted(set(self.enabled_backends) - set(BACKENDS))
+        if unknown:
+            raise ValueError(f"unknown backend(s) {unknown}; choose from {list(BACKENDS)}")
+        if self.default_backend not in ("auto", *BACKENDS):
+            raise ValueError(f"default backend {self.default_backend!r} is not auto or one of {list(BACKENDS)}")
+        bad = {k: v for k, v in self.weights.items() if k not in BACKENDS or v <= 0}
+        if bad:
+            raise ValueError(f"weights must name known backends with positive values, got {bad}")
+        return self
+
+
+class PipelineSettings(_Section):
+    poll_initial_s: float = Field(2.0, alias="HASTE_POLL_INITIAL_S", gt=0, description="First poll delay (s).")
+    poll_max_s: float = Field(60.0, alias="HASTE_POLL_MAX_S", gt=0, description="Longest poll delay (s).")
+    poll_backoff: float = Field(1.5, alias="HASTE_POLL_BACKOFF", ge=1, description="Poll delay growth factor.")
+    queued_deadline_s: int = Field(
+        3600, alias="HASTE_QUEUED_DEADLINE_S", gt=0, description="A job not submitted within this time fails."
+    )
+    run_deadline_s: int = Field(
+        86400, alias="HASTE_RUN_DEADLINE_S", gt=0, description="A job not finished within this time fails."
+    )
+    history_limit: int = Field(
+        200, alias="HASTE_HISTORY_LIMIT", ge=20, description="Status events kept per job (first and latest)."
+    )
+    max_body_bytes: int = Field(
+        262144, alias="HASTE_MAX_BODY_BYTES", gt=0, description="Largest accepted request body (bytes)."
+    )
+    cors_allowed_origins: CsvList = Field(
+        [], alias="HASTE_CORS_ALLOWED_ORIGINS", description="Origins allowed to call the API from a browser."
+    )
+
+
+class LocalSettings(_Section):
+    root: str = Field(
+        "",
+        alias="HASTE_LOCAL_ROOT",
+        description="Directory for the local backend's job folders and state (default: a temp dir).",
+    )
+    slots: int = Field(0, alias="HASTE_LOCAL_SLOTS", ge=0, description="Concurrent local jobs (0 = CPU count).")
+    python: str = Field("", alias="HASTE_LOCAL_PYTHON", description="Interpreter for workloads (default: this one).")
+
+
+class Settings(_Section):
+    storage: StorageSettings
+    routing: RoutingSettings
+    pipeline: PipelineSettings
+    local: LocalSettings
+    batch: BatchSettings
+    aml: AmlSettings
+
+    def backend_workloads(self, backend: str) -> frozenset[str]:
+        """The workloads a backend can run, from settings alone (no adapter is built)."""
+        if backend == "local":
+            return frozenset(WORKLOADS)
+        if backend == "azure_batch":
+            return frozenset(self.batch.pools) & frozenset(WORKLOADS)
+        if backend == "azure_ml":
+            return frozenset(self.aml.compute) & frozenset(WORKLOADS)
+        return frozenset()
+
+    @model_validator(mode="after")
+    def _enabled_backends_configured(self) -> Settings:
+        enabled = set(self.routing.enabled_backends)
+        if "azure_batch" in enabled and not self.batch.account_url:
+            raise ValueError("azure_batch is enabled (HASTE_BACKENDS_ENABLED) but BATCH_ACCOUNT_URL is empty")
+        if "azure_ml" in enabled and self.aml.mode is AmlMode.DISABLED:
+            raise ValueError("azure_ml is enabled (HASTE_BACKENDS_ENABLED) but AML_MODE is Disabled")
+        return self
+
+
+SECTIONS: dict[str, type[_Section]] = {
+    "storage": StorageSettings,
+    "routing": RoutingSettings,
+    "pipeline": PipelineSettings,
+    "local": LocalSettings,
+    "batch": BatchSettings,
+    "aml": AmlSettings,
+}
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build and validate :class:`Settings` from ``environ`` (default: the process environment).
+
+    Raises:
+        ConfigurationError: listing every invalid variable by name with the reason.
+    """
+    env = os.environ if environ is None else environ
+    problems: list[str] = []
+    sections: dict[str, Any] = {}
+    for key, model in SECTIONS.items():
+        values = {
+            field.alias: env[field.alias]
+            for field in model.model_fields.values()
+            if field.alias and env.get(field.alias, "") != ""
+        }
+        try:
+            sections[key] = model.model_validate(values)
+        except ValidationError as exc:
+            problems.extend(_describe(exc))
+    if problems:
+        raise ConfigurationError("Invalid settings: " + "; ".join(problems))
+    try:
+        return Settings.model_validate(sections)
+    except ValidationError as exc:
+        raise ConfigurationError("Invalid settings: " + "; ".join(_describe(exc))) from None
+
+
+def _describe(exc: ValidationError) -> list[str]:
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in error["loc"] if part != "__root__")
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {message}" if where else message)
+    return lines
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, loaded once (call ``get_settings.cache_clear()`` in tests)."""
+    return load_settings()

@@ -1,0 +1,141 @@
+"""Start and stop Azurite (blob + queue) for the development host, the demo and tests.
+
+Azurite comes from the project's pinned npm packages (``node_modules``). It
+listens on ports chosen by the OS and prints them; we read them back, so
+parallel test sessions never collide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+# Azurite's well-known development account. It is public and documented, and
+# only ever valid against a local emulator.
+ACCOUNT_NAME = "devstoreaccount1"
+ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+_LISTENING = re.compile(r"Azurite (Blob|Queue) service (?:is )?successfully (?:listens on|listening at) (http://\S+)")
+
+
+class AzuriteError(RuntimeError):
+    pass
+
+
+def find_azurite(repo_root: Path | None = None) -> str:
+    """The azurite launcher: ``node_modules/.bin/azurite`` under the repository, else on PATH."""
+    roots = [repo_root] if repo_root else []
+    roots += [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[4]]
+    for root in roots:
+        candidate = root / "node_modules" / ".bin" / "azurite"
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("azurite")
+    if found:
+        return found
+    raise AzuriteError("azurite not found: run `npm ci` at the repository root (the Makefile does this)")
+
+
+class Azurite:
+    """An Azurite process with blob and queue services on loopback."""
+
+    def __init__(self, location: str | None = None, *, in_memory: bool = False, startup_timeout: float = 30.0) -> None:
+        self._location = location
+        self._in_memory = in_memory
+        self._timeout = startup_timeout
+        self._process: subprocess.Popen[str] | None = None
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+        self.blob_url = ""
+        self.queue_url = ""
+
+    @property
+    def connection_string(self) -> str:
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT_NAME};AccountKey={ACCOUNT_KEY};"
+            f"BlobEndpoint={self.blob_url};QueueEndpoint={self.queue_url};"
+        )
+
+    def start(self, blob_port: int = 0, queue_port: int = 0) -> Azurite:
+        args = [
+            find_azurite(),
+            "--blobHost", "127.0.0.1", "--blobPort", str(blob_port),
+            "--queueHost", "127.0.0.1", "--queuePort", str(queue_port),
+            "--skipApiVersionCheck", "--disableTelemetry", "--loose",
+        ]  # fmt: skip
+        if self._in_memory:
+            args.append("--inMemoryPersistence")
+        else:
+            if self._location is None:
+                self._tempdir = tempfile.TemporaryDirectory(prefix="azurite-")
+                self._location = self._tempdir.name
+            args += ["--location", self._location]
+        # Azurite 3.x also starts the table service; keep it off a fixed port.
+        args += ["--tableHost", "127.0.0.1", "--tablePort", "0"]
+        self._process = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        # A reader thread keeps draining output (a chatty Azurite must never
+        # block on a full pipe) and hands start-up lines to us with a timeout.
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._drain, args=(lines,), daemon=True, name="azurite-output").start()
+        found: dict[str, str] = {}
+        seen: list[str] = []
+        deadline = time.monotonic() + self._timeout
+        while len(found) < 2:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.stop()
+                raise AzuriteError("Azurite did not start in time:\n" + "".join(seen[-20:])) from None
+            if line is None:
+                self.stop()
+                raise AzuriteError("Azurite exited during start-up:\n" + "".join(seen[-20:]))
+            seen.append(line)
+            match = _LISTENING.search(line)
+            if match:
+                found[match.group(1)] = match.group(2).rstrip("/") + f"/{ACCOUNT_NAME}"
+        self.blob_url, self.queue_url = found["Blob"], found["Queue"]
+        return self
+
+    def _drain(self, lines: queue.Queue[str | None]) -> None:
+        process = self._process
+        if process is not None and process.stdout is not None:
+            for line in process.stdout:
+                lines.put(line)
+        lines.put(None)
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    def __enter__(self) -> Azurite:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

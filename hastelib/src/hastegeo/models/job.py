@@ -1,0 +1,152 @@
+"""What a client asks for (:class:`JobRequest`) and what the server keeps (:class:`Job`).
+
+The request model forbids unknown fields. Fields that exist on :class:`Job`
+but not on the request are server-owned; :func:`server_owned_fields_in`
+finds them in a raw body so the API can name them in its 400 instead of
+calling them "extra".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.models.history import StatusEvent
+from hastegeo.models.states import JobState
+
+Workload = Literal["imagery", "training", "inference", "embedding", "artifacts"]
+BackendChoice = Literal["auto", "local", "azure_batch", "azure_ml"]
+
+_ID = r"^[a-z0-9][a-z0-9-]{0,62}$"
+_SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[\w\-. /]+$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
+
+
+def check_relative_path(value: str) -> str:
+    """A relative path with no ``..``/``.`` segments, no scheme and no leading slash."""
+    if not _SAFE_PATH.match(value) or "//" in value:
+        raise ValueError("must be a relative path without '..', '.', '//' or a leading '/'")
+    return value
+
+
+class JobInput(_Model):
+    """One input: a blob in the inputs container, or the outputs of an earlier job."""
+
+    blob: str | None = Field(None, description="Blob name in the inputs container.", max_length=1024)
+    job_id: str | None = Field(None, description="Use this job's outputs/ as input.", pattern=_ID)
+    dest: str | None = Field(None, description="Name under inputs/ (default: the blob's name).", max_length=256)
+
+    @field_validator("blob", "dest")
+    @classmethod
+    def _relative(cls, value: str | None) -> str | None:
+        return None if value is None else check_relative_path(value)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> JobInput:
+        if (self.blob is None) == (self.job_id is None):
+            raise ValueError("set exactly one of 'blob' or 'jobId'")
+        return self
+
+
+class JobRequest(_Model):
+    """The body of ``POST /api/jobs`` and of a ``jobs-requests`` queue message."""
+
+    workload: Workload
+    project_id: str = Field(pattern=_ID, description="Project the job belongs to.")
+    backend: BackendChoice | None = Field(None, description="auto, or a backend name; default from settings.")
+    inputs: list[JobInput] = Field(default_factory=list, max_length=500)
+    parameters: dict[str, Any] = Field(default_factory=dict, description="Workload-specific parameters.")
+    labels: dict[str, str] = Field(default_factory=dict, max_length=20)
+
+    @field_validator("labels")
+    @classmethod
+    def _small_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():
+            if not re.match(r"^[A-Za-z0-9_.\-]{1,63}$", key) or len(val) > 256:
+                raise ValueError(f"label {key!r}: keys are 1-63 of [A-Za-z0-9_.-], values at most 256 characters")
+        return value
+
+
+class OutputRecord(_Model):
+    name: str = Field(description="Path relative to the job's output prefix, e.g. outputs/artifacts.zip")
+    blob: str = Field(description="container/blob of the stored copy")
+    size: int
+    sha256: str | None = None
+
+
+class Attempts(_Model):
+    submit: int = 0
+    poll: int = 0
+
+
+class Job(_Model):
+    """The stored truth about one job. Updated only with ETag-conditional writes."""
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="ignore")
+
+    id: str
+    project_id: str
+    workload: Workload
+    state: JobState
+    requested_backend: BackendChoice
+    backend: str
+    inputs: list[JobInput] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    handle: ComputeJobHandle | None = None
+    outputs: list[OutputRecord] = Field(default_factory=list)
+    reason: str | None = Field(None, description="Readable cause of a failure or cancellation.")
+    progress: float | None = None
+    detail: str | None = Field(None, description="The provider's latest readable note, for change detection.")
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    deadline_at: datetime
+    attempts: Attempts = Field(default_factory=Attempts)
+    poll_seq: int = 0
+    history: list[StatusEvent] = Field(default_factory=list)
+    history_folded: int = 0
+    parent_job_id: str | None = None
+    request_fingerprint: str = ""
+    idempotency_key: str | None = None
+
+    def api_view(self) -> dict[str, Any]:
+        """The JSON a client sees: camelCase, without internal bookkeeping."""
+        return self.model_dump(
+            mode="json", by_alias=True, exclude={"request_fingerprint", "poll_seq", "detail", "idempotency_key"}
+        )
+
+
+def _aliases(model: type[BaseModel]) -> set[str]:
+    names = set()
+    for name, field in model.model_fields.items():
+        names.add(name)
+        if field.alias:
+            names.add(field.alias)
+    return names
+
+
+SERVER_OWNED_FIELDS: frozenset[str] = frozenset(
+    sorted(
+        {field.alias or name for name, field in Job.model_fields.items()}
+        - {field.alias or name for name, field in JobRequest.model_fields.items()}
+    )
+)
+
+
+def server_owned_fields_in(body: Mapping[str, Any]) -> list[str]:
+    """The keys of ``body`` that only the server may set, in camelCase, sorted."""
+    owned_any_case = _aliases(Job) - _aliases(JobRequest)
+    return sorted(
+        Job.model_fields[key].alias or key if key in Job.model_fields else key for key in body if key in owned_any_case
+    )

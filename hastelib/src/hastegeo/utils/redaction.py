@@ -1,0 +1,74 @@
+"""Remove credentials from text before it is stored or logged.
+
+One module owns this so that the status history, API error bodies and every
+log record are cleaned by the same rules. The rules are deliberately
+broad: a false positive costs a few characters of a message, a false
+negative leaks a key.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+REDACTED = "[REDACTED]"
+
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # SAS signature (and the signed-key fields of user-delegation SAS) in any URL or
+    # query, and the Functions key passed as ?code=.
+    (re.compile(r"(?i)([?&;](?:sig|skoid|sktid|skt|ske|sks|skv|sdd|code)=)[^&\s\"'<>]+"), rf"\1{REDACTED}"),
+    # Connection-string secrets: AccountKey=…; SharedAccessKey=…; SharedAccessSignature=…
+    (
+        re.compile(r"(?i)\b(AccountKey|SharedAccessKey|SharedAccessSignature|Password|ClientSecret)=([^;\s\"']+)"),
+        rf"\1={REDACTED}",
+    ),
+    # Authorization headers: Bearer/SharedKey/Basic credentials.
+    (re.compile(r"(?i)\b(Bearer|Basic)\s+[A-Za-z0-9\-._~+/]+=*"), rf"\1 {REDACTED}"),
+    (re.compile(r"(?i)\b(SharedKey(?:Lite)?)\s+([\w\-.]+):[A-Za-z0-9+/=]+"), rf"\1 \2:{REDACTED}"),
+    # JSON Web Tokens anywhere (three base64url segments starting with a JSON header).
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+"), REDACTED),
+    # Key-like fields in dict reprs or JSON: 'account_key': '…', "accessToken": "…"
+    (
+        re.compile(
+            r"(?i)([\"']?(?:account_?key|access_?token|client_?secret|secret|password|sas_?token|x-functions-key)"
+            r"[\"']?\s*[:=]\s*[\"'])[^\"']+([\"'])"
+        ),
+        rf"\1{REDACTED}\2",
+    ),
+)
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with every credential-like fragment replaced by ``[REDACTED]``."""
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that renders and redacts each record before any handler sees it.
+
+    Attach it to the handlers (not loggers) so records from third-party
+    libraries, which propagate past logger filters, are cleaned too.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not drop the record
+            message = str(record.msg)
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def install_redacting_filter(root: logging.Logger | None = None) -> None:
+    """Attach one :class:`RedactingFilter` to every handler of ``root`` (idempotent)."""
+    logger = root or logging.getLogger()
+    for handler in logger.handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())

@@ -1,0 +1,171 @@
+"""What every workload shares on compute: its working directory, progress log and manifest.
+
+This module runs inside the workload process on every backend, so it
+imports only the standard library. The layout is the cross-backend contract:
+
+    $HASTE_JOB_WORKDIR/
+        inputs/       staged by the backend before the workload starts
+        outputs/      uploaded to <output prefix>/outputs/ when the task ends
+        logs/         uploaded to <output prefix>/logs/ (progress log included)
+        params.json   the workload's parameters (written by the backend)
+
+``AZ_BATCH_TASK_WORKING_DIR`` is accepted as an alias so images built for
+Batch's conventions keep working.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
+LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"
+PARAMS_FILE = "params.json"
+
+
+class WorkloadError(Exception):
+    """A readable reason the workload cannot finish; printed as the last log line."""
+
+
+def resolve_workdir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    value = env.get(WORKDIR_VARIABLE) or env.get(LEGACY_WORKDIR_VARIABLE)
+    if not value:
+        raise WorkloadError(f"{WORKDIR_VARIABLE} is not set")
+    return Path(value)
+
+
+@dataclass(frozen=True)
+class Workdir:
+    root: Path
+
+    @property
+    def inputs(self) -> Path:
+        return self.root / "inputs"
+
+    @property
+    def outputs(self) -> Path:
+        return self.root / "outputs"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def prepare(self) -> Workdir:
+        for folder in (self.inputs, self.outputs, self.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def params(self) -> dict[str, Any]:
+        path = self.root / PARAMS_FILE
+        if not path.exists():
+            return {}
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict):
+            raise WorkloadError(f"{PARAMS_FILE} must hold a JSON object")
+        return loaded
+
+    def output_path(self, relative: str) -> Path:
+        """A path under outputs/, refusing anything that would escape it."""
+        target = (self.outputs / relative).resolve()
+        if not target.is_relative_to(self.outputs.resolve()):
+            raise WorkloadError(f"output name {relative!r} escapes outputs/")
+        return target
+
+
+class ProgressLog:
+    """One timestamped, human-readable line per step, flushed at once.
+
+    The pipeline tails this file (``logs/<workload>_progress.log``) into the
+    job's status history while the job runs.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file = path.open("a", encoding="utf-8")
+
+    def step(self, message: str) -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        line = " ".join(message.split())
+        self._file.write(f"{stamp} {line}\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def iter_files(folder: Path) -> Iterator[Path]:
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            yield path
+
+
+def write_manifest(workdir: Workdir, workload: str, extra: dict[str, Any] | None = None) -> Path:
+    """Write ``outputs/<workload>_manifest.json`` listing every other output with size and sha256.
+
+    Written last and atomically (temp file + rename), so its presence means
+    the outputs it lists are complete.
+    """
+    manifest_name = f"{workload}_manifest.json"
+    files = [
+        {
+            "name": path.relative_to(workdir.outputs).as_posix(),
+            "size": path.stat().st_size,
+            "sha256": sha256_file(path),
+        }
+        for path in iter_files(workdir.outputs)
+        if path.name != manifest_name and not path.name.endswith(".tmp")
+    ]
+    document = {
+        "workload": workload,
+        "createdAt": datetime.now(UTC).isoformat(),
+        "files": files,
+        **(extra or {}),
+    }
+    target = workdir.outputs / manifest_name
+    temporary = target.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(document, indent=2, sort_keys=True), encoding="utf-8")
+    temporary.replace(target)
+    return target
+
+
+def run_main(workload: str, body: Any) -> int:
+    """Run ``body(workdir, params, progress)``; turn a :class:`WorkloadError` into exit code 2.
+
+    The last line on stderr is the readable reason the pipeline shows.
+    """
+    started = time.monotonic()
+    try:
+        workdir = Workdir(resolve_workdir()).prepare()
+    except WorkloadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    progress = ProgressLog(workdir.logs / f"{workload}_progress.log")
+    try:
+        progress.step(f"{workload} started")
+        body(workdir, workdir.params(), progress)
+        progress.step(f"{workload} finished in {time.monotonic() - started:.1f}s")
+        return 0
+    except WorkloadError as exc:
+        progress.step(f"{workload} failed: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        progress.close()
