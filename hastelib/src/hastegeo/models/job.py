@@ -105,6 +105,7 @@ class Job(_Model):
     handle: ComputeJobHandle | None = None
     outputs: list[OutputRecord] = Field(default_factory=list)
     reason: str | None = Field(None, description="Readable cause of a failure or cancellation.")
+    last_error: str | None = Field(None, description="The latest retried error, shown if the job gives up.")
     progress: float | None = None
     detail: str | None = Field(None, description="The provider's latest readable note, for change detection.")
     created_at: datetime
@@ -119,6 +120,7 @@ class Job(_Model):
     parent_job_id: str | None = None
     request_fingerprint: str = ""
     idempotency_key: str | None = None
+    summary: dict[str, Any] = Field(default_factory=dict, description="Figures from post-processing.")
 
     def api_view(self) -> dict[str, Any]:
         """The JSON a client sees: camelCase, without internal bookkeeping."""

@@ -7,7 +7,8 @@ imports only the standard library. The layout is the cross-backend contract:
         inputs/       staged by the backend before the workload starts
         outputs/      uploaded to <output prefix>/outputs/ when the task ends
         logs/         uploaded to <output prefix>/logs/ (progress log included)
-        params.json   the workload's parameters (written by the backend)
+        params.json   the workload's parameters, if the backend wrote them;
+                      otherwise they arrive as JSON in $HASTE_PARAMS_JSON
 
 ``AZ_BATCH_TASK_WORKING_DIR`` is accepted as an alias so images built for
 Batch's conventions keep working.
@@ -29,6 +30,7 @@ from typing import Any
 WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
 LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"
 PARAMS_FILE = "params.json"
+PARAMS_VARIABLE = "HASTE_PARAMS_JSON"
 
 
 class WorkloadError(Exception):
@@ -66,9 +68,14 @@ class Workdir:
 
     def params(self) -> dict[str, Any]:
         path = self.root / PARAMS_FILE
-        if not path.exists():
-            return {}
-        loaded = json.loads(path.read_text(encoding="utf-8"))
+        if path.exists():
+            text = path.read_text(encoding="utf-8")
+        else:
+            text = os.environ.get(PARAMS_VARIABLE, "") or "{}"
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise WorkloadError(f"parameters are not valid JSON: {exc}") from None
         if not isinstance(loaded, dict):
             raise WorkloadError(f"{PARAMS_FILE} must hold a JSON object")
         return loaded

@@ -1,0 +1,1 @@
+"""The Functions blueprints: HTTP routes and queue triggers. Thin: the work happens in hastegeo."""

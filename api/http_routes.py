@@ -1,0 +1,136 @@
+"""HTTP API: submit, list, read and cancel jobs; list backends; health; the OpenAPI document."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import azure.functions as func
+
+from api.openapi import openapi_document
+from api.problems import json_response, problem
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import RequestRejected, parse_request
+from hastegeo.runtime import get_runtime
+from hastegeo.utils.errors import (
+    BackendUnavailableError,
+    ConflictError,
+    HasteError,
+    InvalidJobError,
+    JobNotFoundError,
+    describe_exception,
+)
+
+log = logging.getLogger(__name__)
+bp = func.Blueprint()  # type: ignore[no-untyped-call]
+
+_JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+_MAX_PAGE = 200
+
+
+@bp.route(route="jobs", methods=["POST"])
+def submit_job(req: func.HttpRequest) -> func.HttpResponse:
+    runtime = get_runtime()
+    body = req.get_body()
+    if len(body) > runtime.settings.pipeline.max_body_bytes:
+        return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
+    try:
+        decoded = json.loads(body or b"null")
+    except ValueError as exc:
+        return problem(400, "The body is not valid JSON", str(exc))
+    key = req.headers.get("Idempotency-Key")
+    if key is not None and not (1 <= len(key) <= 200):
+        return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+    try:
+        request = parse_request(decoded)
+        accepted = runtime.acceptor.accept(request, idempotency_key=key)
+    except RequestRejected as exc:
+        return problem(400, exc.title, errors=exc.errors)
+    except InvalidJobError as exc:
+        return problem(400, "The job cannot run as requested", str(exc), errors=[(exc.field or "", str(exc))])
+    except BackendUnavailableError as exc:
+        return problem(409, "The backend cannot take this job", str(exc), errors=[("backend", str(exc))])
+    except ConflictError as exc:
+        return problem(409, "Conflict", str(exc))
+    job = accepted.job
+    return json_response(job.api_view(), 202 if accepted.created else 200, {"Location": f"/api/jobs/{job.id}"})
+
+
+@bp.route(route="jobs", methods=["GET"])
+def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
+    project = req.params.get("projectId", "")
+    if not _JOB_ID.match(project):
+        return problem(400, "projectId is required", errors=[("projectId", "a project id is required")])
+    states: frozenset[JobState] | None = None
+    if req.params.get("state"):
+        try:
+            states = frozenset(JobState(value) for value in req.params["state"].split(","))
+        except ValueError:
+            allowed = ", ".join(state.value for state in JobState)
+            return problem(400, "Unknown state", errors=[("state", f"choose from {allowed}")])
+    try:
+        page_size = int(req.params.get("pageSize", "50"))
+        if not 1 <= page_size <= _MAX_PAGE:
+            raise ValueError
+    except ValueError:
+        return problem(400, "Invalid pageSize", errors=[("pageSize", f"an integer from 1 to {_MAX_PAGE}")])
+    page = get_runtime().store.list(
+        project, states=states, page_size=page_size, continuation_token=req.params.get("continuationToken") or None
+    )
+    return json_response({"items": [job.api_view() for job in page.jobs], "continuationToken": page.continuation_token})
+
+
+@bp.route(route="jobs/{id}", methods=["GET"])
+def get_job(req: func.HttpRequest) -> func.HttpResponse:
+    job_id = req.route_params.get("id", "")
+    if not _JOB_ID.match(job_id):
+        return problem(404, "Job not found")
+    try:
+        return json_response(get_runtime().store.get(job_id).api_view())
+    except JobNotFoundError:
+        return problem(404, "Job not found", f"No job with id {job_id}")
+
+
+@bp.route(route="jobs/{id}/cancel", methods=["POST"])
+def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
+    job_id = req.route_params.get("id", "")
+    if not _JOB_ID.match(job_id):
+        return problem(404, "Job not found")
+    try:
+        job = get_runtime().cancel.cancel(job_id)
+    except JobNotFoundError:
+        return problem(404, "Job not found", f"No job with id {job_id}")
+    except ConflictError as exc:
+        return problem(409, "The job cannot be cancelled", str(exc))
+    except HasteError as exc:
+        log.warning("cancel of %s failed: %s", job_id, describe_exception(exc))
+        return problem(503, "Cancellation could not be recorded; try again", headers={"Retry-After": "5"})
+    return json_response(job.api_view(), 202)
+
+
+@bp.route(route="backends", methods=["GET"])
+def list_backends(req: func.HttpRequest) -> func.HttpResponse:
+    runtime = get_runtime()
+    candidates = runtime.deps.router.candidates
+    return json_response(
+        {
+            "default": runtime.settings.routing.default_backend,
+            "backends": [
+                {"name": c.name, "workloads": sorted(c.workloads), "weight": c.weight}
+                for c in sorted(candidates.values(), key=lambda c: c.name)
+            ],
+        }
+    )
+
+
+@bp.route(route="health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def health(req: func.HttpRequest) -> func.HttpResponse:
+    from hastegeo import __version__
+
+    return json_response({"status": "ok", "version": __version__})
+
+
+@bp.route(route="openapi.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def openapi(req: func.HttpRequest) -> func.HttpResponse:
+    return json_response(openapi_document())

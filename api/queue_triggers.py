@@ -1,0 +1,59 @@
+"""Queue triggers: submit, poll, upstream requests, and the poison queues behind them."""
+
+from __future__ import annotations
+
+import logging
+
+import azure.functions as func
+from pydantic import ValidationError
+
+from hastegeo.runtime import get_runtime
+from hastegeo.store.queues import POISON_SUFFIX, POLL_QUEUE, REQUESTS_QUEUE, SUBMIT_QUEUE, JobMessage
+
+log = logging.getLogger(__name__)
+bp = func.Blueprint()  # type: ignore[no-untyped-call]
+CONNECTION = "AzureWebJobsStorage"
+
+
+def _pointer(msg: func.QueueMessage, queue: str) -> JobMessage | None:
+    try:
+        return JobMessage.model_validate_json(msg.get_body())
+    except ValidationError:
+        # Retrying cannot fix a message that is not a job pointer: log it and consume it.
+        log.error("%s: message %s is not a job pointer: %.200r", queue, msg.id, msg.get_body())
+        return None
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=SUBMIT_QUEUE, connection=CONNECTION)
+def submit_trigger(msg: func.QueueMessage) -> None:
+    message = _pointer(msg, SUBMIT_QUEUE)
+    if message is not None:
+        get_runtime().submit.handle(message)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=POLL_QUEUE, connection=CONNECTION)
+def poll_trigger(msg: func.QueueMessage) -> None:
+    message = _pointer(msg, POLL_QUEUE)
+    if message is not None:
+        get_runtime().poll.handle(message)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=REQUESTS_QUEUE, connection=CONNECTION)
+def requests_trigger(msg: func.QueueMessage) -> None:
+    get_runtime().upstream.handle(msg.get_body().decode("utf-8", errors="replace"), msg.id or "unknown")
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=SUBMIT_QUEUE + POISON_SUFFIX, connection=CONNECTION)
+def submit_poison_trigger(msg: func.QueueMessage) -> None:
+    get_runtime().poison.handle(msg.get_body().decode("utf-8", errors="replace"), SUBMIT_QUEUE)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=POLL_QUEUE + POISON_SUFFIX, connection=CONNECTION)
+def poll_poison_trigger(msg: func.QueueMessage) -> None:
+    get_runtime().poison.handle(msg.get_body().decode("utf-8", errors="replace"), POLL_QUEUE)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=REQUESTS_QUEUE + POISON_SUFFIX, connection=CONNECTION)
+def requests_poison_trigger(msg: func.QueueMessage) -> None:
+    # A request the upstream step crashed on repeatedly: keep it for operators, like a rejection.
+    get_runtime().upstream.reject_poisoned(msg.get_body().decode("utf-8", errors="replace"), msg.id or "unknown")

@@ -1,0 +1,249 @@
+"""The local backend: each job a real process group on this machine, state on disk.
+
+Submit stages the inputs from blob into the job's working directory and
+queues it; a small per-job supervisor (see :mod:`.supervisor`) runs the
+workload when a slot is free. When the workload has exited, the first
+``status`` call uploads ``outputs/**`` and ``logs/**`` to the job's blob
+prefix — the same layout Azure Batch output files produce — before it
+reports the end, so post-processing reads the same blobs on every backend.
+Uploading here rather than in the supervisor keeps the Azure SDK out of the
+process that starts for every job (see ADR 0002).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from collections import deque
+from pathlib import Path
+from typing import ClassVar
+
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.compute.context import BackendContext
+from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeState, ComputeStatus, InputFile
+from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
+from hastegeo.utils.errors import TerminalBackendError
+
+log = logging.getLogger(__name__)
+
+TAIL_LINES = 5
+WATCH_INTERVAL_S = 0.05
+
+
+class LocalBackend:
+    name: ClassVar[str] = "local"
+
+    def __init__(self, context: BackendContext, root: Path, slots: int, python: str) -> None:
+        self._context = context
+        self._blobs: BlobServiceClient = context.blob_service
+        self._layout = LocalLayout(root).ensure()
+        self._layout.write_config(slots, python)
+        self._finalize_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher = threading.Thread(target=self._watch_exits, name="local-exits", daemon=True)
+        self._watcher.start()
+
+    # -- the contract ---------------------------------------------------------------
+
+    def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
+        fingerprint = _fingerprint(spec)
+        job_dir = self._layout.job_dir(spec.name)
+        state = self._layout.state(spec.name)
+        handle = ComputeJobHandle(
+            backend=self.name,
+            provider_ids={"name": spec.name},
+            output=spec.output,
+            submitted_at=self._context.clock(),
+        )
+        try:
+            (job_dir / "state").mkdir(parents=True)
+        except FileExistsError:
+            existing = read_json(job_dir / "spec.json")
+            if existing is not None and existing.get("fingerprint") != fingerprint:
+                raise TerminalBackendError(
+                    f"A different local job named {spec.name!r} already exists", backend=self.name
+                ) from None
+            if (state / "ready").exists():
+                return handle  # a repeat: bind to the job that exists
+        write_json(
+            job_dir / "spec.json",
+            {
+                "jobId": spec.job_id,
+                "argv": list(spec.argv),
+                "env": dict(spec.env),
+                "timeLimitS": spec.time_limit_s,
+                "fingerprint": fingerprint,
+            },
+        )
+        work = self._layout.work(spec.name)
+        for folder in ("inputs", "outputs", "logs"):
+            (work / folder).mkdir(parents=True, exist_ok=True)
+        for item in spec.inputs:
+            self._stage(item, work / "inputs")
+        (state / "ready").touch()
+        self._layout.enqueue(spec.name)
+        self._layout.admit()
+        return handle
+
+    def status(self, handle: ComputeJobHandle) -> ComputeStatus:
+        name = self._name(handle)
+        state = self._layout.state(name)
+        if not state.exists():
+            return ComputeStatus(state=ComputeState.FAILED, reason="the local job's files are gone")
+        ended = read_json(state / "exit.json")
+        if ended is not None:
+            self._finalize(handle, name)
+            return self._ended_status(name, ended)
+        if self._layout.is_waiting(name):
+            self._layout.admit()
+            return ComputeStatus(state=ComputeState.QUEUED, detail="waiting for a free local slot")
+        running = read_json(state / "running.json")
+        supervisor = self._layout.active_pid(name)
+        if supervisor is not None and pid_alive(supervisor):
+            return ComputeStatus(state=ComputeState.RUNNING if running else ComputeState.QUEUED)
+        # Re-read: the supervisor may have finished between the two checks.
+        ended = read_json(state / "exit.json")
+        if ended is not None:
+            self._finalize(handle, name)
+            return self._ended_status(name, ended)
+        if not (state / "ready").exists():
+            return ComputeStatus(state=ComputeState.QUEUED, detail="staging inputs")
+        return ComputeStatus(state=ComputeState.FAILED, reason="the local supervisor stopped without recording an exit")
+
+    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+        work = self._layout.work(self._name(handle)).resolve()
+        target = (work / path).resolve()
+        if not target.is_relative_to(work):
+            return None
+        try:
+            return target.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def cancel(self, handle: ComputeJobHandle) -> None:
+        name = self._name(handle)
+        state = self._layout.state(name)
+        if not state.exists() or (state / "exit.json").exists():
+            return
+        (state / "cancel").touch()
+        if self._layout.dequeue(name):
+            write_json(state / "exit.json", {"exitCode": None, "reason": "cancelled", "cancelled": True})
+            (self._layout.root / "exited" / name).touch()
+            return
+        running = read_json(state / "running.json")
+        if running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(running["pid"]), signal.SIGTERM)
+
+    def cleanup(self, handle: ComputeJobHandle) -> None:
+        """Delete the working directory once its files are safely in blob; keep the state."""
+        name = self._name(handle)
+        if (self._layout.state(name) / "uploaded").exists():
+            shutil.rmtree(self._layout.work(name), ignore_errors=True)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    # -- internals -------------------------------------------------------------------
+
+    def _name(self, handle: ComputeJobHandle) -> str:
+        name = handle.provider_ids.get("name", "")
+        if not name or "/" in name or name.startswith("."):
+            raise TerminalBackendError(f"Not a local job handle: {handle.provider_ids}", backend=self.name)
+        return name
+
+    def _stage(self, item: InputFile, inputs: Path) -> None:
+        container = self._blobs.get_container_client(item.source.container)
+        if item.is_prefix:
+            prefix = item.source.path.rstrip("/") + "/"
+            for blob in container.list_blobs(name_starts_with=prefix):
+                self._download(container.get_blob_client(blob.name), inputs / item.dest / blob.name[len(prefix) :])
+        else:
+            self._download(container.get_blob_client(item.source.path), inputs / item.dest)
+
+    @staticmethod
+    def _download(blob: object, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("wb") as handle:
+            blob.download_blob().readinto(handle)  # type: ignore[attr-defined]
+
+    def _finalize(self, handle: ComputeJobHandle, name: str) -> None:
+        """Upload outputs/** and logs/** once; a crash midway simply uploads again."""
+        state = self._layout.state(name)
+        if (state / "uploaded").exists():
+            return
+        with self._finalize_lock:
+            if (state / "uploaded").exists():
+                return
+            work = self._layout.work(name)
+            container = self._blobs.get_container_client(handle.output.container)
+            for folder in ("outputs", "logs"):
+                root = work / folder
+                if not root.exists():
+                    continue
+                for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                    relative = path.relative_to(work).as_posix()
+                    with path.open("rb") as data:
+                        container.upload_blob(handle.output.child(relative), data, overwrite=True)
+            (state / "uploaded").touch()
+
+    def _ended_status(self, name: str, ended: dict[str, object]) -> ComputeStatus:
+        code = ended.get("exitCode")
+        exit_code = code if isinstance(code, int) else None
+        reason = ended.get("reason")
+        if ended.get("cancelled"):
+            return ComputeStatus(state=ComputeState.CANCELLED, exit_code=exit_code, reason="cancelled")
+        if exit_code == 0 and not reason:
+            return ComputeStatus(state=ComputeState.SUCCEEDED, exit_code=0)
+        tail = self._stderr_tail(name)
+        parts = [str(reason) if reason else f"the workload exited with code {exit_code}"]
+        if tail:
+            parts.append(tail)
+        return ComputeStatus(state=ComputeState.FAILED, exit_code=exit_code, reason=": ".join(parts))
+
+    def _stderr_tail(self, name: str) -> str:
+        path = self._layout.work(name) / "logs" / "stderr.txt"
+        try:
+            with path.open("r", encoding="utf-8", errors="replace") as handle:
+                lines = [line.strip() for line in deque(handle, maxlen=TAIL_LINES) if line.strip()]
+        except FileNotFoundError:
+            return ""
+        return " | ".join(lines)
+
+    def _watch_exits(self) -> None:
+        exited = self._layout.root / "exited"
+        while not self._stop.wait(WATCH_INTERVAL_S):
+            try:
+                markers = list(exited.iterdir())
+            except FileNotFoundError:
+                continue
+            for marker in markers:
+                spec = read_json(self._layout.job_dir(marker.name) / "spec.json") or {}
+                with contextlib.suppress(FileNotFoundError):
+                    marker.unlink()
+                job_id = spec.get("jobId")
+                if isinstance(job_id, str):
+                    try:
+                        self._context.notify_exit(job_id)
+                    except Exception:  # polling still finds the end; a nudge is an optimisation
+                        log.warning("could not nudge the pipeline for job %s", job_id, exc_info=True)
+
+
+def _fingerprint(spec: ComputeJobSpec) -> str:
+    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:32]
+
+
+def create(context: BackendContext) -> LocalBackend:
+    settings = context.settings.local
+    root = Path(settings.root) if settings.root else Path(tempfile.gettempdir()) / "haste-local"
+    slots = settings.slots or os.cpu_count() or 1
+    python = settings.python or sys.executable
+    return LocalBackend(context, root, slots, python)

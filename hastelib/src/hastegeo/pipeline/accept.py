@@ -1,0 +1,156 @@
+"""Accept a job request: validate, route, persist, and only then enqueue a pointer.
+
+Used by the HTTP API and by the upstream ``jobs-requests`` queue, so both
+apply exactly the same rules. Nothing is stored or enqueued for a request
+that is rejected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from hastegeo.models.history import make_event
+from hastegeo.models.job import Job, JobRequest, server_owned_fields_in
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.deps import PipelineDeps, keyed_job_id, new_job_id
+from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
+from hastegeo.utils.errors import ConflictError, InvalidJobError
+
+log = logging.getLogger(__name__)
+
+
+class RequestRejected(Exception):
+    """The request body is invalid. ``errors`` holds ``(field path, message)`` pairs."""
+
+    def __init__(self, title: str, errors: list[tuple[str, str]]) -> None:
+        super().__init__(title + ": " + "; ".join(f"{path}: {msg}" for path, msg in errors))
+        self.title = title
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Accepted:
+    job: Job
+    created: bool
+
+
+def parse_request(body: Any) -> JobRequest:
+    """Validate a decoded JSON body as a :class:`JobRequest`.
+
+    Raises:
+        RequestRejected: naming server-owned fields, or each invalid field's path.
+    """
+    if not isinstance(body, Mapping):
+        raise RequestRejected("The body must be a JSON object", [("", "expected an object")])
+    owned = server_owned_fields_in(body)
+    if owned:
+        raise RequestRejected(
+            "Server-owned fields cannot be set by clients",
+            [(name, "is set by the server and cannot be supplied") for name in owned],
+        )
+    try:
+        return JobRequest.model_validate(dict(body))
+    except ValidationError as exc:
+        errors = []
+        for error in exc.errors(include_url=False, include_input=False):
+            path = _path(error["loc"])
+            message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+            errors.append((path, message.removeprefix("Value error, ")))
+        raise RequestRejected("The job request is invalid", errors) from None
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+class JobAcceptor:
+    def __init__(self, deps: PipelineDeps) -> None:
+        self._deps = deps
+
+    def accept(self, request: JobRequest, *, idempotency_key: str | None = None, source: str = "api") -> Accepted:
+        """Store a new job (or return the one this idempotency key already created) and enqueue it.
+
+        Raises:
+            InvalidJobError: parameters or inputs cannot run (``field`` says where).
+            BackendUnavailableError: the backend is unknown, disabled or unable.
+            ConflictError: the idempotency key was used for a different request.
+        """
+        deps = self._deps
+        processor = deps.processors.get(request.workload)
+        if processor is None:
+            raise InvalidJobError(f"workload: {request.workload!r} is not available", field="workload")
+        processor.validate(request)
+        fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+        job_id = keyed_job_id(request.project_id, idempotency_key) if idempotency_key else new_job_id()
+        if idempotency_key:
+            existing = deps.store.find(job_id)
+            if existing is not None:
+                return self._replay(existing, fingerprint)
+        requested = request.backend or deps.settings.routing.default_backend
+        backend = deps.router.resolve(requested, request.workload, job_id)
+        self._check_inputs(request)
+
+        now = deps.clock()
+        job = Job(
+            id=job_id,
+            project_id=request.project_id,
+            workload=request.workload,
+            state=JobState.QUEUED,
+            requested_backend=requested,
+            backend=backend,
+            inputs=request.inputs,
+            parameters=request.parameters,
+            labels=request.labels,
+            created_at=now,
+            updated_at=now,
+            deadline_at=now + timedelta(seconds=deps.settings.pipeline.queued_deadline_s),
+            history=[
+                make_event(
+                    now,
+                    JobState.QUEUED,
+                    f"accepted from {source}; runs on {backend}"
+                    + (" (chosen by auto routing)" if requested == "auto" else ""),
+                    source,
+                )
+            ],
+            request_fingerprint=fingerprint,
+            idempotency_key=hashlib.sha256(idempotency_key.encode()).hexdigest() if idempotency_key else None,
+        )
+        if not deps.store.create(job):  # a concurrent request with the same key won
+            return self._replay(deps.store.get(job_id), fingerprint)
+        deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=job_id, kind="submit"))
+        log.info("accepted job %s (%s on %s)", job_id, request.workload, backend)
+        return Accepted(job=job, created=True)
+
+    def _replay(self, existing: Job, fingerprint: str) -> Accepted:
+        if existing.request_fingerprint != fingerprint:
+            raise ConflictError("This Idempotency-Key was already used for a different request")
+        if existing.state is JobState.QUEUED:
+            # The first attempt may have stored the job and lost the enqueue; a
+            # duplicate submit message is harmless, a missing one is not.
+            self._deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=existing.id, kind="submit"))
+        return Accepted(job=existing, created=False)
+
+    def _check_inputs(self, request: JobRequest) -> None:
+        for index, item in enumerate(request.inputs):
+            if item.job_id is None:
+                continue
+            field = f"inputs[{index}].jobId"
+            source = self._deps.store.find(item.job_id)
+            if source is None or source.project_id != request.project_id:
+                raise InvalidJobError(f"{field}: no job {item.job_id!r} in this project", field=field)
+            if source.state is not JobState.SUCCEEDED:
+                raise InvalidJobError(
+                    f"{field}: job {item.job_id!r} is {source.state.value}; only succeeded jobs have outputs",
+                    field=field,
+                )

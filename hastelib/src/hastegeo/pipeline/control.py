@@ -1,0 +1,104 @@
+"""Steps that end jobs from outside the normal flow: cancellation and poison messages."""
+
+from __future__ import annotations
+
+import logging
+
+from hastegeo.models.job import Job
+from hastegeo.models.states import CANCELLABLE, JobState
+from hastegeo.pipeline.deps import PipelineDeps, record
+from hastegeo.store.queues import POLL_QUEUE, JobMessage
+from hastegeo.utils.errors import ConflictError, HasteError, describe_exception
+
+log = logging.getLogger(__name__)
+
+
+class CancelStep:
+    def __init__(self, deps: PipelineDeps) -> None:
+        self._deps = deps
+
+    def cancel(self, job_id: str) -> Job:
+        """Request cancellation. A queued job ends at once; a running one when its provider stops.
+
+        Cancelling a job that already ended, or is already being cancelled, changes nothing.
+
+        Raises:
+            JobNotFoundError
+            ConflictError: the job is post-processing (its work is done).
+        """
+        deps = self._deps
+
+        def change(job: Job) -> Job | None:
+            if job.state.terminal or job.state is JobState.CANCEL_REQUESTED:
+                return None
+            if job.state not in CANCELLABLE:
+                raise ConflictError(f"Job {job.id} is {job.state.value} and can no longer be cancelled")
+            if job.state is JobState.QUEUED:
+                return record(
+                    job,
+                    now=deps.clock(),
+                    limit=deps.settings.pipeline.history_limit,
+                    message="cancelled before it was submitted",
+                    source="api",
+                    state=JobState.CANCELLED,
+                    reason="cancelled by request",
+                )
+            return record(
+                job,
+                now=deps.clock(),
+                limit=deps.settings.pipeline.history_limit,
+                message="cancellation requested",
+                source="api",
+                state=JobState.CANCEL_REQUESTED,
+            )
+
+        job = deps.store.update(job_id, change)
+        if job.state is JobState.CANCEL_REQUESTED and job.handle is not None:
+            try:
+                deps.service.cancel(job.handle)
+            except HasteError as exc:  # the poll step retries the cancel
+                log.warning("cancel of %s failed, will retry: %s", job.id, describe_exception(exc))
+            deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="nudge"))
+        return job
+
+
+class PoisonStep:
+    """A message the host gave up on: fail its job with a readable cause. Nothing is dropped silently."""
+
+    def __init__(self, deps: PipelineDeps) -> None:
+        self._deps = deps
+
+    def handle(self, text: str, queue: str) -> None:
+        deps = self._deps
+        try:
+            message = JobMessage.model_validate_json(text)
+        except ValueError:
+            log.error("poison message on %s is not a job pointer; recorded in the log only: %.200s", queue, text)
+            return
+        step = "submit" if message.kind == "submit" else "poll"
+
+        def change(job: Job) -> Job | None:
+            if job.state.terminal:
+                return None
+            cause = job.last_error or "no error was recorded"
+            reason = f"gave up after repeated failures of the {step} step; last error: {cause}"
+            return record(
+                job,
+                now=deps.clock(),
+                limit=deps.settings.pipeline.history_limit,
+                message=f"failed: {reason}",
+                source="poison",
+                state=JobState.FAILED,
+                reason=reason,
+            )
+
+        try:
+            job = deps.store.update(message.job_id, change)
+        except HasteError as exc:
+            log.error("poison message for job %s could not be applied: %s", message.job_id, describe_exception(exc))
+            return
+        if job.state is JobState.FAILED and job.handle is not None:
+            try:
+                deps.service.cancel(job.handle)
+            except HasteError as exc:
+                log.warning("cancel of %s after poison failed: %s", job.id, describe_exception(exc))

@@ -1,0 +1,82 @@
+"""What every pipeline step needs, and the pure helpers they share."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hastegeo.compute.contract import BlobLocation
+from hastegeo.compute.router import ComputeRouter
+from hastegeo.compute.service import ExecutionService
+from hastegeo.config import Settings
+from hastegeo.models.history import append_event, make_event
+from hastegeo.models.job import Job
+from hastegeo.models.states import JobState, transition
+from hastegeo.processors.base import Processor, SpecInputs
+from hastegeo.store.jobs import JobStore
+from hastegeo.store.queues import QueueSender
+
+
+@dataclass(frozen=True)
+class PipelineDeps:
+    settings: Settings
+    store: JobStore
+    queues: QueueSender
+    router: ComputeRouter
+    service: ExecutionService
+    processors: dict[str, Processor]
+    clock: Callable[[], datetime]
+
+    @property
+    def spec_inputs(self) -> SpecInputs:
+        return SpecInputs(
+            inputs_container=self.settings.storage.inputs_container,
+            outputs_container=self.settings.storage.outputs_container,
+        )
+
+    def output_location(self, job_id: str) -> BlobLocation:
+        return BlobLocation(container=self.settings.storage.outputs_container, path=f"jobs/{job_id}")
+
+    def poll_delay(self, seq: int) -> float:
+        pipeline = self.settings.pipeline
+        return float(min(pipeline.poll_initial_s * pipeline.poll_backoff**seq, pipeline.poll_max_s))
+
+
+def record(
+    job: Job,
+    *,
+    now: datetime,
+    limit: int,
+    message: str,
+    source: str,
+    state: JobState | None = None,
+    **fields: Any,
+) -> Job:
+    """Return ``job`` moved to ``state`` (checked by the state machine) with one history event appended."""
+    new_state = job.state if state is None or state == job.state else transition(job.state, state)
+    history, folded = append_event(job.history, job.history_folded, make_event(now, new_state, message, source), limit)
+    update: dict[str, Any] = {
+        "state": new_state,
+        "history": history,
+        "history_folded": folded,
+        "updated_at": now,
+        **fields,
+    }
+    if new_state.terminal and job.finished_at is None:
+        update.setdefault("finished_at", now)
+    return job.model_copy(update=update)
+
+
+def new_job_id() -> str:
+    """Time-ordered, lowercase, safe as a provider id on every backend."""
+    return f"{time.time_ns() // 1_000_000:011x}{secrets.token_hex(6)}"
+
+
+def keyed_job_id(project_id: str, idempotency_key: str) -> str:
+    """The same project and key always name the same job, which makes a retried POST safe."""
+    return "k" + hashlib.sha256(f"{project_id}\x00{idempotency_key}".encode()).hexdigest()[:22]

@@ -1,0 +1,245 @@
+"""The poll step (queue ``jobs-poll``): follow the provider job, then post-process its outputs.
+
+One poll chain per job: each ``poll`` message carries the chain's sequence
+number, and a message whose number is not the job's current one is a
+duplicate and is dropped. The next message is sent before the sequence
+advances, so a crash in between yields a duplicate (dropped later), never a
+broken chain. ``nudge`` messages look once and never extend the chain.
+
+A provider that is unreachable does not burn the message's delivery count:
+the chain keeps polling with backoff, and only the job's deadline fails it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.compute.contract import ComputeState, ComputeStatus
+from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.deps import PipelineDeps, record
+from hastegeo.processors.base import OutputAccess, PostprocessError
+from hastegeo.store.queues import POLL_QUEUE, JobMessage
+from hastegeo.utils.errors import HasteError, TransientBackendError, describe_exception
+
+log = logging.getLogger(__name__)
+SOURCE = "poll"
+
+
+class PollStep:
+    def __init__(self, deps: PipelineDeps, blobs: BlobServiceClient) -> None:
+        self._deps = deps
+        self._blobs = blobs
+
+    def handle(self, message: JobMessage) -> None:
+        deps = self._deps
+        job = deps.store.find(message.job_id)
+        if job is None or job.state.terminal or job.handle is None:
+            return
+        chain = message.kind == "poll"
+        if chain and message.attempt != job.poll_seq:
+            return  # a duplicate or superseded chain message
+        if job.state is JobState.POSTPROCESSING:
+            self._finish(job)  # an earlier post-processing attempt did not complete
+            return
+        if deps.clock() > job.deadline_at:
+            self._give_up(job, "did not finish before its deadline")
+            return
+        try:
+            status = deps.service.status(job.handle)
+        except TransientBackendError as exc:
+            self._note(job, f"status check failed, will retry: {describe_exception(exc)}", chain)
+            return
+        except HasteError as exc:
+            cause = describe_exception(exc)
+            self._fail(job, f"lost track of the provider job: {cause}")
+            return
+        if not status.state.terminal:
+            if job.state is JobState.CANCEL_REQUESTED:
+                self._cancel_provider(job)
+            self._progress(job, status, chain)
+            return
+        self._ended(job, status)
+
+    # -- while running ----------------------------------------------------------------
+
+    def _progress(self, job: Job, status: ComputeStatus, chain: bool) -> None:
+        deps = self._deps
+        note = status.detail or ("running" if status.state is ComputeState.RUNNING else "waiting to start")
+        seq = job.poll_seq
+        if chain:
+            deps.queues.send(
+                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=seq + 1), deps.poll_delay(seq + 1)
+            )
+
+        def change(current: Job) -> Job | None:
+            advance = chain and current.poll_seq == seq
+            changed = note != current.detail or status.progress != current.progress
+            if not advance and not changed:
+                return None
+            updates: dict[str, Any] = {"detail": note, "progress": status.progress}
+            if advance:
+                updates["poll_seq"] = seq + 1
+                updates["attempts"] = current.attempts.model_copy(update={"poll": current.attempts.poll + 1})
+            if changed:
+                return record(current, now=deps.clock(), limit=self._limit, message=note, source=SOURCE, **updates)
+            return current.model_copy(update=updates)
+
+        deps.store.update(job.id, change)
+
+    def _note(self, job: Job, message: str, chain: bool) -> None:
+        """A transient problem: record it once, keep the chain alive."""
+        deps = self._deps
+        seq = job.poll_seq
+        if chain:
+            deps.queues.send(
+                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=seq + 1), deps.poll_delay(seq + 1)
+            )
+
+        def change(current: Job) -> Job | None:
+            if current.state.terminal:
+                return None
+            updates: dict[str, Any] = {"last_error": message}
+            if chain and current.poll_seq == seq:
+                updates["poll_seq"] = seq + 1
+            if current.last_error == message:
+                return current.model_copy(update=updates)
+            return record(current, now=deps.clock(), limit=self._limit, message=message, source=SOURCE, **updates)
+
+        deps.store.update(job.id, change)
+
+    # -- at the end ---------------------------------------------------------------------
+
+    def _ended(self, job: Job, status: ComputeStatus) -> None:
+        deps = self._deps
+        if status.state is ComputeState.CANCELLED:
+            self._terminal(job, JobState.CANCELLED, f"cancelled: {status.reason or 'by request'}", status.reason)
+            self._cleanup(job)
+            return
+        if status.state is ComputeState.FAILED:
+            reason = status.reason or f"the workload failed (exit code {status.exit_code})"
+            self._terminal(job, JobState.FAILED, f"failed: {reason}", reason)
+            self._cleanup(job)
+            return
+        late = " (it completed before the cancellation took effect)" if job.state is JobState.CANCEL_REQUESTED else ""
+
+        def start(current: Job) -> Job | None:
+            if current.state not in (JobState.RUNNING, JobState.CANCEL_REQUESTED):
+                return None
+            return record(
+                current,
+                now=deps.clock(),
+                limit=self._limit,
+                message=f"workload finished (exit code {status.exit_code}){late}; post-processing",
+                source=SOURCE,
+                state=JobState.POSTPROCESSING,
+            )
+
+        job = deps.store.update(job.id, start)
+        if job.state is JobState.POSTPROCESSING:
+            self._finish(job)
+
+    def _finish(self, job: Job) -> None:
+        deps = self._deps
+        assert job.handle is not None
+        processor = deps.processors[job.workload]
+        access = self._access(job)
+        try:
+            result = processor.postprocess(job, access, job.handle.output)
+        except PostprocessError as exc:
+            self._terminal(job, JobState.FAILED, f"post-processing failed: {exc}", str(exc), source="postprocess")
+            return
+        progress = access.read(processor.progress_log_path)
+        last_line = _last_line(progress) if progress else None
+        note = deps.service.cleanup(job.handle)
+
+        def done(current: Job) -> Job | None:
+            if current.state is not JobState.POSTPROCESSING:
+                return None
+            updated = current
+            if last_line:
+                updated = record(updated, now=deps.clock(), limit=self._limit, message=last_line, source="workload")
+            if note:
+                updated = record(
+                    updated, now=deps.clock(), limit=self._limit, message=f"cleanup skipped: {note}", source="cleanup"
+                )
+            return record(
+                updated,
+                now=deps.clock(),
+                limit=self._limit,
+                message=f"succeeded with {len(result.outputs)} output(s)",
+                source="postprocess",
+                state=JobState.SUCCEEDED,
+                outputs=result.outputs,
+                summary=result.summary,
+                progress=1.0,
+            )
+
+        deps.store.update(job.id, done)
+
+    def _access(self, job: Job) -> OutputAccess:
+        assert job.handle is not None
+        handle = job.handle
+        container = self._blobs.get_container_client(handle.output.container)
+
+        def blob_size(path: str) -> int | None:
+            try:
+                return int(container.get_blob_client(handle.output.child(path)).get_blob_properties().size)
+            except ResourceNotFoundError:
+                return None
+
+        def read_blob(path: str) -> bytes | None:
+            try:
+                return container.download_blob(handle.output.child(path)).readall()
+            except ResourceNotFoundError:
+                return None
+
+        return OutputAccess(
+            read=lambda path: self._deps.service.read_output(handle, path),
+            blob_size=blob_size,
+            read_blob=read_blob,
+        )
+
+    def _cleanup(self, job: Job) -> None:
+        if job.handle is not None:
+            self._deps.service.cleanup(job.handle)
+
+    def _cancel_provider(self, job: Job) -> None:
+        if job.handle is None:
+            return
+        try:
+            self._deps.service.cancel(job.handle)
+        except HasteError as exc:
+            log.warning("cancel of %s failed: %s", job.id, describe_exception(exc))
+
+    def _give_up(self, job: Job, reason: str) -> None:
+        self._cancel_provider(job)
+        self._terminal(job, JobState.FAILED, f"failed: {reason}", reason)
+
+    def _fail(self, job: Job, reason: str) -> None:
+        self._terminal(job, JobState.FAILED, f"failed: {reason}", reason)
+
+    def _terminal(self, job: Job, state: JobState, message: str, reason: str | None, source: str = SOURCE) -> None:
+        deps = self._deps
+
+        def change(current: Job) -> Job | None:
+            if current.state.terminal:
+                return None
+            return record(
+                current, now=deps.clock(), limit=self._limit, message=message, source=source, state=state, reason=reason
+            )
+
+        deps.store.update(job.id, change)
+
+    @property
+    def _limit(self) -> int:
+        return self._deps.settings.pipeline.history_limit
+
+
+def _last_line(data: bytes) -> str | None:
+    lines = [line.strip() for line in data.decode("utf-8", errors="replace").splitlines() if line.strip()]
+    return lines[-1] if lines else None

@@ -1,0 +1,136 @@
+"""The submit step (queue ``jobs-submit``): claim the job, submit it, persist the handle, start polling.
+
+Safe to run twice for one job: the claim is an ETag write, the adapter binds
+a repeated submission to the provider job that exists, and a job that
+already has a handle only gets its poll chain re-armed.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.deps import PipelineDeps, record
+from hastegeo.store.queues import POLL_QUEUE, JobMessage
+from hastegeo.utils.errors import HasteError, TransientBackendError, describe_exception
+
+log = logging.getLogger(__name__)
+SOURCE = "submit"
+
+
+class SubmitStep:
+    def __init__(self, deps: PipelineDeps) -> None:
+        self._deps = deps
+
+    def handle(self, message: JobMessage) -> None:
+        """Raises TransientBackendError (and storage errors) so the host redelivers the message."""
+        deps = self._deps
+        job = deps.store.find(message.job_id)
+        if job is None:
+            log.warning("submit: job %s does not exist; dropping the message", message.job_id)
+            return
+        if job.state.terminal:
+            return
+        if job.handle is not None:
+            self._arm_poll(job)
+            return
+        if job.state is JobState.CANCEL_REQUESTED:
+            self._update(job.id, JobState.CANCELLED, "cancelled before it was submitted", reason="cancelled")
+            return
+        if deps.clock() > job.deadline_at:
+            reason = "was not submitted before its deadline"
+            self._update(job.id, JobState.FAILED, reason, reason=reason)
+            return
+
+        job = deps.store.update(job.id, self._claim)
+        if job.state is not JobState.SUBMITTING:
+            return
+        processor = deps.processors[job.workload]
+        try:
+            spec = processor.build_spec(job, deps.spec_inputs, deps.output_location(job.id))
+            handle = deps.service.submit(job.backend, spec)
+        except TransientBackendError as exc:
+            cause = describe_exception(exc)
+            deps.store.update(
+                job.id,
+                lambda j: record(
+                    j,
+                    now=deps.clock(),
+                    limit=deps.settings.pipeline.history_limit,
+                    message=f"submit attempt {j.attempts.submit} on {j.backend} failed, will retry: {cause}",
+                    source=SOURCE,
+                    last_error=cause,
+                ),
+            )
+            raise
+        except HasteError as exc:
+            cause = describe_exception(exc)
+            self._update(job.id, JobState.FAILED, f"could not be submitted to {job.backend}: {cause}", reason=cause)
+            return
+
+        job = deps.store.update(job.id, lambda j: self._bind(j, handle))
+        if job.state is JobState.CANCEL_REQUESTED:
+            try:
+                deps.service.cancel(handle)
+            except HasteError as exc:
+                log.warning("cancel after submit of %s failed: %s", job.id, describe_exception(exc))
+        self._arm_poll(job)
+
+    def _claim(self, job: Job) -> Job | None:
+        if job.state not in (JobState.QUEUED, JobState.SUBMITTING) or job.handle is not None:
+            return None
+        attempt = job.attempts.submit + 1
+        message = f"submitting to {job.backend}" + (f" (attempt {attempt})" if attempt > 1 else "")
+        return record(
+            job,
+            now=self._deps.clock(),
+            limit=self._deps.settings.pipeline.history_limit,
+            message=message,
+            source=SOURCE,
+            state=JobState.SUBMITTING,
+            attempts=job.attempts.model_copy(update={"submit": attempt}),
+        )
+
+    def _bind(self, job: Job, handle: ComputeJobHandle) -> Job | None:
+        if job.handle is not None or job.state.terminal:
+            return None
+        now = self._deps.clock()
+        ids = ", ".join(f"{key}={value}" for key, value in sorted(handle.provider_ids.items()))
+        target = JobState.RUNNING if job.state is JobState.SUBMITTING else None
+        return record(
+            job,
+            now=now,
+            limit=self._deps.settings.pipeline.history_limit,
+            message=f"submitted to {handle.backend} ({ids})",
+            source=SOURCE,
+            state=target,
+            handle=handle,
+            started_at=now,
+            deadline_at=now + timedelta(seconds=self._deps.settings.pipeline.run_deadline_s),
+        )
+
+    def _arm_poll(self, job: Job) -> None:
+        self._deps.queues.send(
+            POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=job.poll_seq), self._deps.poll_delay(0)
+        )
+
+    def _update(self, job_id: str, state: JobState, message: str, **fields: object) -> None:
+        deps = self._deps
+
+        def change(job: Job) -> Job | None:
+            if job.state.terminal:
+                return None
+            return record(
+                job,
+                now=deps.clock(),
+                limit=deps.settings.pipeline.history_limit,
+                message=message,
+                source=SOURCE,
+                state=state,
+                **fields,
+            )
+
+        deps.store.update(job_id, change)

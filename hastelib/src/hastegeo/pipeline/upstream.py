@@ -1,0 +1,59 @@
+"""The upstream step (queue ``jobs-requests``): a job request dropped on a queue by another service.
+
+It is validated exactly like the HTTP body. An invalid request is kept as a
+rejection record and the message is consumed: retrying cannot fix it, and a
+poison queue full of bad requests helps no one. The queue message id is the
+idempotency key, so a redelivered message never creates a second job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from hastegeo.pipeline.accept import JobAcceptor, RequestRejected, parse_request
+from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.utils.errors import BackendUnavailableError, ConflictError, InvalidJobError
+from hastegeo.utils.redaction import redact
+
+log = logging.getLogger(__name__)
+KEPT_BODY_CHARS = 4096
+
+
+class UpstreamStep:
+    def __init__(self, deps: PipelineDeps, acceptor: JobAcceptor) -> None:
+        self._deps = deps
+        self._acceptor = acceptor
+
+    def handle(self, text: str, message_id: str) -> str | None:
+        """Accept the request. Returns the job id, or None when the request was rejected."""
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self._reject(message_id, f"not valid JSON: {exc.msg} at position {exc.pos}", text)
+            return None
+        try:
+            request = parse_request(body)
+            accepted = self._acceptor.accept(request, idempotency_key=f"queue-message:{message_id}", source="queue")
+        except RequestRejected as exc:
+            self._reject(message_id, str(exc), text)
+            return None
+        except (InvalidJobError, BackendUnavailableError, ConflictError) as exc:
+            self._reject(message_id, str(exc), text)
+            return None
+        return accepted.job.id
+
+    def reject_poisoned(self, text: str, message_id: str) -> None:
+        """The host gave up on this message after repeated failures: keep it as a rejection."""
+        self._reject(message_id, "could not be processed after repeated attempts", text)
+
+    def _reject(self, message_id: str, reason: str, text: str) -> None:
+        safe_id = re.sub(r"[^A-Za-z0-9\-]", "_", message_id)[:64]
+        now = self._deps.clock()
+        name = self._deps.store.save_rejection(
+            f"{now:%Y-%m-%d}/{safe_id}",
+            {"messageId": message_id, "receivedAt": now.isoformat(), "reason": redact(reason),
+             "body": redact(text[:KEPT_BODY_CHARS]), "truncated": len(text) > KEPT_BODY_CHARS},
+        )  # fmt: skip
+        log.warning("rejected upstream request %s: %s (kept as %s)", message_id, redact(reason)[:300], name)

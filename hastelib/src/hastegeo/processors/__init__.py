@@ -1,0 +1,16 @@
+"""One processor per workload, found by name."""
+
+from __future__ import annotations
+
+from hastegeo.processors.artifacts import ArtifactsProcessor
+from hastegeo.processors.base import Processor
+from hastegeo.utils.errors import InvalidJobError
+
+PROCESSORS: dict[str, Processor] = {processor.workload: processor for processor in (ArtifactsProcessor(),)}
+
+
+def processor_for(workload: str) -> Processor:
+    try:
+        return PROCESSORS[workload]
+    except KeyError:
+        raise InvalidJobError(f"workload: {workload!r} has no processor yet", field="workload") from None

@@ -1,0 +1,177 @@
+"""A processor per workload: the request → spec mapping before, the output checks after.
+
+Processors never talk to a backend; they get an :class:`OutputAccess` that
+reads provider-first with a blob fallback, so the same checks run whatever
+the job ran on. The manifest is required (it is written last, so its
+presence means the outputs are complete); the progress log is best-effort.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, InputFile, Resources
+from hastegeo.models.job import Job, JobRequest, OutputRecord
+from hastegeo.utils.errors import InvalidJobError
+
+# Outputs up to this size are re-hashed against the manifest; larger ones are
+# checked by size (the workload hashed them; re-reading gigabytes here would
+# cost more than it protects).
+HASH_CHECK_MAX_BYTES = 64 * 1024 * 1024
+
+
+class Params(BaseModel):
+    """Base of each workload's parameters: camelCase, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
+
+
+@dataclass(frozen=True)
+class OutputAccess:
+    """How a processor reads a finished job's files (paths relative to the output prefix)."""
+
+    read: Callable[[str], bytes | None]
+    blob_size: Callable[[str], int | None]
+    read_blob: Callable[[str], bytes | None]
+
+
+@dataclass(frozen=True)
+class PostprocessResult:
+    outputs: list[OutputRecord]
+    notes: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+class PostprocessError(Exception):
+    """The outputs are missing or do not match the manifest; the job fails with this reason."""
+
+
+@dataclass(frozen=True)
+class SpecInputs:
+    inputs_container: str
+    outputs_container: str
+
+
+class Processor:
+    workload: ClassVar[str]
+    params_model: ClassVar[type[Params]] = Params
+    resources: ClassVar[Resources] = Resources()
+    time_limit_s: ClassVar[int] = 3600
+
+    @property
+    def manifest_path(self) -> str:
+        return f"outputs/{self.workload}_manifest.json"
+
+    @property
+    def progress_log_path(self) -> str:
+        return f"logs/{self.workload}_progress.log"
+
+    # -- before ----------------------------------------------------------------
+
+    def validate(self, request: JobRequest) -> None:
+        """Raises InvalidJobError with the field path (``parameters.x``) of the first problem."""
+        try:
+            self.params_model.model_validate(request.parameters)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False, include_input=False)[0]
+            path = ".".join(str(part) for part in ("parameters", *error["loc"]))
+            raise InvalidJobError(f"{path}: {error['msg']}", field=path) from None
+
+    def build_spec(self, job: Job, where: SpecInputs, output: BlobLocation) -> ComputeJobSpec:
+        params = self.params_model.model_validate(job.parameters).model_dump(mode="json", by_alias=True)
+        return ComputeJobSpec(
+            job_id=job.id,
+            name=spec_name(job.id),
+            workload=self.workload,
+            entrypoint=("python", "-m", f"hastegeo.workflows.{self.workload}"),
+            env={"HASTE_PARAMS_JSON": json.dumps(params, sort_keys=True), "HASTE_JOB_ID": job.id},
+            inputs=tuple(self.stage_inputs(job, where)),
+            output=output,
+            resources=self.resources,
+            time_limit_s=self.time_limit_s,
+            labels={"project": job.project_id, "job": job.id, "workload": self.workload},
+        )
+
+    def stage_inputs(self, job: Job, where: SpecInputs) -> list[InputFile]:
+        staged = []
+        for item in job.inputs:
+            if item.blob is not None:
+                staged.append(
+                    InputFile(
+                        source=BlobLocation(container=where.inputs_container, path=item.blob),
+                        dest=item.dest or item.blob.rsplit("/", 1)[-1],
+                    )
+                )
+            elif item.job_id is not None:
+                staged.append(
+                    InputFile(
+                        source=BlobLocation(container=where.outputs_container, path=f"jobs/{item.job_id}/outputs"),
+                        dest=item.dest or item.job_id,
+                        is_prefix=True,
+                    )
+                )
+        return staged
+
+    # -- after -----------------------------------------------------------------
+
+    def postprocess(self, job: Job, access: OutputAccess, output: BlobLocation) -> PostprocessResult:
+        """Read and verify the manifest, then every output it lists.
+
+        Raises:
+            PostprocessError: with a readable reason.
+        """
+        raw = access.read(self.manifest_path)
+        if raw is None:
+            raise PostprocessError(f"{self.manifest_path} was not found on the backend or in blob storage")
+        try:
+            manifest = json.loads(raw)
+            files = manifest["files"]
+        except (ValueError, KeyError, TypeError):
+            raise PostprocessError(f"{self.manifest_path} is not a valid manifest") from None
+        records = [
+            OutputRecord(
+                name=self.manifest_path,
+                blob=f"{output.container}/{output.child(self.manifest_path)}",
+                size=len(raw),
+                sha256=hashlib.sha256(raw).hexdigest(),
+            )
+        ]
+        for entry in files:
+            records.append(self._verify(entry, access, output))
+        self.check(job, manifest, access)
+        return PostprocessResult(outputs=records, summary=self.summarize(manifest))
+
+    def check(self, job: Job, manifest: dict[str, Any], access: OutputAccess) -> None:
+        """Workload-specific checks beyond sizes and hashes. Raise PostprocessError."""
+
+    def summarize(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """A few figures worth showing on the job (e.g. validation accuracy)."""
+        return {}
+
+    def _verify(self, entry: dict[str, Any], access: OutputAccess, output: BlobLocation) -> OutputRecord:
+        name = f"outputs/{entry['name']}"
+        size = access.blob_size(name)
+        if size is None:
+            raise PostprocessError(f"{name} is listed in the manifest but is not in blob storage")
+        if size != entry["size"]:
+            raise PostprocessError(f"{name} is {size} bytes in blob storage; the manifest says {entry['size']}")
+        if size <= HASH_CHECK_MAX_BYTES:
+            data = access.read_blob(name)
+            digest = hashlib.sha256(data or b"").hexdigest()
+            if digest != entry["sha256"]:
+                raise PostprocessError(f"{name} does not match the sha256 in the manifest")
+        return OutputRecord(
+            name=name, blob=f"{output.container}/{output.child(name)}", size=size, sha256=entry["sha256"]
+        )
+
+
+def spec_name(job_id: str) -> str:
+    """The idempotency name every backend derives its provider ids from."""
+    return f"haste-{job_id}"

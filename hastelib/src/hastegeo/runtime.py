@@ -1,0 +1,169 @@
+"""The composition root: build every part of the pipeline from settings, once per process.
+
+The Functions code calls :func:`get_runtime`; tests call :func:`build_runtime`
+with their own settings. Nothing else constructs clients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueServiceClient
+
+from hastegeo.compute.context import BackendContext, utc_now
+from hastegeo.compute.registry import DEFAULT_FACTORIES, BackendEntry, RunnerRegistry
+from hastegeo.compute.router import ComputeRouter, RouteCandidate
+from hastegeo.compute.service import ExecutionService
+from hastegeo.config import Settings, get_settings
+from hastegeo.pipeline.accept import JobAcceptor
+from hastegeo.pipeline.control import CancelStep, PoisonStep
+from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.poll import PollStep
+from hastegeo.pipeline.submit import SubmitStep
+from hastegeo.pipeline.upstream import UpstreamStep
+from hastegeo.processors import PROCESSORS
+from hastegeo.store.jobs import JobStore
+from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    settings: Settings
+    blobs: BlobServiceClient
+    queues: QueueSender
+    store: JobStore
+    registry: RunnerRegistry
+    deps: PipelineDeps
+    acceptor: JobAcceptor
+    submit: SubmitStep
+    poll: PollStep
+    cancel: CancelStep
+    poison: PoisonStep
+    upstream: UpstreamStep
+
+
+def storage_clients(settings: Settings) -> tuple[BlobServiceClient, QueueServiceClient]:
+    storage = settings.storage
+    if storage.connection_string:
+        return (
+            BlobServiceClient.from_connection_string(storage.connection_string),
+            QueueServiceClient.from_connection_string(storage.connection_string),
+        )
+    from azure.identity import DefaultAzureCredential
+
+    credential = DefaultAzureCredential()
+    account = storage.account_name
+    return (
+        BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=credential),
+        QueueServiceClient(f"https://{account}.queue.core.windows.net", credential=credential),
+    )
+
+
+def build_runtime(
+    settings: Settings,
+    *,
+    factories: dict[str, Any] | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    ensure_resources: bool = True,
+) -> Runtime:
+    """Wire the pipeline. ``factories`` overrides adapter factories by backend name (tests)."""
+    blobs, queue_service = storage_clients(settings)
+    queues = QueueSender(queue_service)
+    jobs_container = blobs.get_container_client(settings.storage.jobs_container)
+    if ensure_resources:
+        _ensure(blobs, queues, settings)
+    store = JobStore(jobs_container)
+
+    def nudge(job_id: str) -> None:
+        queues.send(POLL_QUEUE, JobMessage(job_id=job_id, kind="nudge"))
+
+    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=nudge, clock=clock)
+    chosen = {**DEFAULT_FACTORIES, **(factories or {})}
+    registry = RunnerRegistry(
+        [BackendEntry(name, factory) for name, factory in chosen.items()],
+        enabled=settings.routing.enabled_backends,
+        context=context,
+    )
+    router = ComputeRouter(
+        {
+            name: RouteCandidate(
+                name=name,
+                workloads=settings.backend_workloads(name) & frozenset(PROCESSORS),
+                weight=settings.routing.weights.get(name, 1.0),
+            )
+            for name in settings.routing.enabled_backends
+        }
+    )
+
+    def read_blob(container: str, name: str) -> bytes | None:
+        try:
+            return blobs.get_container_client(container).download_blob(name).readall()
+        except ResourceNotFoundError:
+            return None
+
+    service = ExecutionService(registry, read_blob)
+    deps = PipelineDeps(
+        settings=settings,
+        store=store,
+        queues=queues,
+        router=router,
+        service=service,
+        processors=dict(PROCESSORS),
+        clock=clock,
+    )
+    acceptor = JobAcceptor(deps)
+    return Runtime(
+        settings=settings,
+        blobs=blobs,
+        queues=queues,
+        store=store,
+        registry=registry,
+        deps=deps,
+        acceptor=acceptor,
+        submit=SubmitStep(deps),
+        poll=PollStep(deps, blobs),
+        cancel=CancelStep(deps),
+        poison=PoisonStep(deps),
+        upstream=UpstreamStep(deps, acceptor),
+    )
+
+
+def _ensure(blobs: BlobServiceClient, queues: QueueSender, settings: Settings) -> None:
+    """Create containers and queues if missing (IaC creates them in Azure; this serves Azurite)."""
+    storage = settings.storage
+    for name in {storage.jobs_container, storage.outputs_container, storage.inputs_container}:
+        with contextlib.suppress(ResourceExistsError):
+            blobs.create_container(name)
+    for queue in ALL_QUEUES:
+        queues.client(queue)
+        queues.client(queue + POISON_SUFFIX)
+
+
+_runtime: Runtime | None = None
+_lock = threading.Lock()
+
+
+def get_runtime() -> Runtime:
+    """The process-wide runtime, built on first use from the environment."""
+    global _runtime
+    with _lock:
+        if _runtime is None:
+            _runtime = build_runtime(get_settings())
+        return _runtime
+
+
+def reset_runtime() -> None:
+    """Forget the process-wide runtime (tests, and the development host on restart)."""
+    global _runtime
+    with _lock:
+        _runtime = None

@@ -1,0 +1,71 @@
+"""Queue names and the pointer messages that travel on them.
+
+A message only points at a job (``jobId``, kind, attempt); the stored job
+is the truth. That keeps messages tiny, makes a duplicate delivery
+harmless, and means no state can be overwritten by a stale message.
+Messages are plain JSON text (``messageEncoding: none`` in host.json).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Literal
+
+from azure.core.exceptions import ResourceExistsError
+from azure.storage.queue import QueueClient, QueueServiceClient
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+SUBMIT_QUEUE = "jobs-submit"
+POLL_QUEUE = "jobs-poll"
+REQUESTS_QUEUE = "jobs-requests"
+POISON_SUFFIX = "-poison"
+ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE)
+
+MessageKind = Literal["submit", "poll", "nudge"]
+
+
+class JobMessage(BaseModel):
+    """A pointer to a job and the step to run.
+
+    ``attempt`` is the poll chain's sequence number for ``poll`` messages: a
+    message whose number is not the job's current one is a duplicate and is
+    dropped. ``nudge`` messages (sent when a workload exits) never extend the
+    chain.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="ignore", frozen=True)
+
+    job_id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    kind: MessageKind
+    attempt: int = Field(0, ge=0)
+
+    def encode(self) -> str:
+        return self.model_dump_json(by_alias=True)
+
+
+class QueueSender:
+    """Sends pointer messages, creating each queue on first use."""
+
+    def __init__(self, service: QueueServiceClient) -> None:
+        self._service = service
+        self._clients: dict[str, QueueClient] = {}
+        self._lock = threading.Lock()
+
+    def client(self, queue: str) -> QueueClient:
+        with self._lock:
+            client = self._clients.get(queue)
+            if client is None:
+                client = self._service.get_queue_client(queue)
+                with contextlib.suppress(ResourceExistsError):
+                    client.create_queue()
+                self._clients[queue] = client
+            return client
+
+    def send(self, queue: str, message: JobMessage, delay_s: float = 0) -> None:
+        self.send_text(queue, message.encode(), delay_s)
+
+    def send_text(self, queue: str, text: str, delay_s: float = 0) -> None:
+        visibility = max(0, min(round(delay_s), 7 * 24 * 3600))
+        self.client(queue).send_message(text, visibility_timeout=visibility or None)
