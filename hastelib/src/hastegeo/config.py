@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hastegeo.compute.azure_batch.settings import BatchSettings
 from hastegeo.compute.azure_ml.settings import AmlMode, AmlSettings
@@ -66,17 +66,28 @@ class RoutingSettings(_Section):
         {}, alias="HASTE_BACKEND_WEIGHTS", description="auto routing weights, e.g. local=1,azure_batch=3 (default 1)."
     )
 
-    @model_validator(mode="after")
-    def _known(self) -> RoutingSettings:
-        unknown = sorted(set(self.enabled_backends) - set(BACKENDS))
+    @field_validator("enabled_backends")
+    @classmethod
+    def _known_backends(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(BACKENDS))
         if unknown:
             raise ValueError(f"unknown backend(s) {unknown}; choose from {list(BACKENDS)}")
-        if self.default_backend not in ("auto", *BACKENDS):
-            raise ValueError(f"default backend {self.default_backend!r} is not auto or one of {list(BACKENDS)}")
-        bad = {k: v for k, v in self.weights.items() if k not in BACKENDS or v <= 0}
+        return value
+
+    @field_validator("default_backend")
+    @classmethod
+    def _known_default(cls, value: str) -> str:
+        if value not in ("auto", *BACKENDS):
+            raise ValueError(f"{value!r} is not auto or one of {list(BACKENDS)}")
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _positive_weights(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {k: v for k, v in value.items() if k not in BACKENDS or v <= 0}
         if bad:
             raise ValueError(f"weights must name known backends with positive values, got {bad}")
-        return self
+        return value
 
 
 class PipelineSettings(_Section):

@@ -121,6 +121,9 @@ def _code_and_message(exc: BaseException) -> tuple[str, str]:
     match = re.match(r"^\((\w+)\)\s*(.*)$", first_line)
     if match:
         return match.group(1), match.group(2)
+    storage_code = _text(getattr(exc, "error_code", None))  # azure-storage errors carry the code here
+    if storage_code:
+        return storage_code, first_line
     if status is not None and not first_line:
         return f"HTTP {status}", reason
     return type(exc).__name__, first_line

@@ -14,9 +14,13 @@ import re
 REDACTED = "[REDACTED]"
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    # SAS signature (and the signed-key fields of user-delegation SAS) in any URL or
-    # query, and the Functions key passed as ?code=.
-    (re.compile(r"(?i)([?&;](?:sig|skoid|sktid|skt|ske|sks|skv|sdd|code)=)[^&\s\"'<>]+"), rf"\1{REDACTED}"),
+    # SAS signature (and the signed-key fields of user-delegation SAS) wherever they stand.
+    (
+        re.compile(r"(?i)((?<![A-Za-z0-9_])(?:sig|skoid|sktid|skt|ske|sks|skv|sdd)=)[^&\s\"'<>]+"),
+        rf"\1{REDACTED}",
+    ),
+    # The Functions key passed in a query string.
+    (re.compile(r"(?i)([?&]code=)[^&\s\"'<>]+"), rf"\1{REDACTED}"),
     # Connection-string secrets: AccountKey=…; SharedAccessKey=…; SharedAccessSignature=…
     (
         re.compile(r"(?i)\b(AccountKey|SharedAccessKey|SharedAccessSignature|Password|ClientSecret)=([^;\s\"']+)"),

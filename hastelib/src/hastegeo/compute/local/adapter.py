@@ -25,12 +25,13 @@ from collections import deque
 from pathlib import Path
 from typing import ClassVar
 
+from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeState, ComputeStatus, InputFile
 from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
-from hastegeo.utils.errors import TerminalBackendError
+from hastegeo.utils.errors import TerminalBackendError, TransientBackendError, describe_exception
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +87,13 @@ class LocalBackend:
         work = self._layout.work(spec.name)
         for folder in ("inputs", "outputs", "logs"):
             (work / folder).mkdir(parents=True, exist_ok=True)
-        for item in spec.inputs:
-            self._stage(item, work / "inputs")
+        try:
+            for item in spec.inputs:
+                self._stage(item, work / "inputs")
+        except ResourceNotFoundError as exc:
+            raise TerminalBackendError(f"an input is missing: {describe_exception(exc)}", backend=self.name) from exc
+        except AzureError as exc:
+            raise TransientBackendError(f"staging inputs failed: {describe_exception(exc)}", backend=self.name) from exc
         (state / "ready").touch()
         self._layout.enqueue(spec.name)
         self._layout.admit()
@@ -164,8 +170,14 @@ class LocalBackend:
         container = self._blobs.get_container_client(item.source.container)
         if item.is_prefix:
             prefix = item.source.path.rstrip("/") + "/"
+            found = False
             for blob in container.list_blobs(name_starts_with=prefix):
+                found = True
                 self._download(container.get_blob_client(blob.name), inputs / item.dest / blob.name[len(prefix) :])
+            if not found:
+                raise TerminalBackendError(
+                    f"an input is missing: nothing under {item.source.container}/{prefix}", backend=self.name
+                )
         else:
             self._download(container.get_blob_client(item.source.path), inputs / item.dest)
 
@@ -177,6 +189,14 @@ class LocalBackend:
 
     def _finalize(self, handle: ComputeJobHandle, name: str) -> None:
         """Upload outputs/** and logs/** once; a crash midway simply uploads again."""
+        try:
+            self._upload(handle, name)
+        except AzureError as exc:
+            raise TransientBackendError(
+                f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
+            ) from exc
+
+    def _upload(self, handle: ComputeJobHandle, name: str) -> None:
         state = self._layout.state(name)
         if (state / "uploaded").exists():
             return

@@ -17,6 +17,7 @@ process, which starts for every job and must start fast.
             state/exit.json       exit code, reason, end time (the truth)
             state/uploaded        outputs and logs are in blob storage
             state/cancel          cancellation requested
+            state/launches.log    one line per supervisor started (at most one per job)
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ class LocalLayout:
                     close_fds=True,
                 )
                 (active_dir / name).write_text(str(process.pid))
+                with (self.state(name) / "launches.log").open("a", encoding="utf-8") as launches:
+                    launches.write(f"{time.time():.3f} supervisor {process.pid}\n")
                 started.append(name)
                 free -= 1
         return started

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hastegeo.models.history import HEAD_KEPT, MESSAGE_MAX, append_event, make_event
+from hastegeo.models.states import JobState
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_history_keeps_head_and_tail_and_counts_folded() -> None:
+    history, folded = [], 0
+    for i in range(100):
+        event = make_event(T0 + timedelta(seconds=i), JobState.RUNNING, f"event {i}", "poll")
+        history, folded = append_event(history, folded, event, limit=30)
+    assert len(history) == 30
+    assert folded == 70
+    assert [e.message for e in history[:HEAD_KEPT]] == [f"event {i}" for i in range(HEAD_KEPT)]
+    assert history[-1].message == "event 99"
+    assert history[HEAD_KEPT].message == f"event {100 - (30 - HEAD_KEPT)}"
+
+
+def test_messages_are_one_redacted_line_of_bounded_length() -> None:
+    event = make_event(T0, JobState.FAILED, "line one\nline two sig=SECRET " + "x" * 1000, "poll")
+    assert "\n" not in event.message
+    assert "SECRET" not in event.message
+    assert len(event.message) == MESSAGE_MAX

@@ -1,0 +1,102 @@
+"""The runner registry: lazy, cached, classified errors, and no construction under its lock."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+from hastegeo.compute.context import BackendContext
+from hastegeo.compute.registry import BackendEntry, RunnerRegistry
+from hastegeo.utils.errors import BackendUnavailableError, ConfigurationError
+
+CONTEXT: Any = BackendContext(settings=None, blob_service=None)  # type: ignore[arg-type]
+
+
+class Dummy:
+    name = "dummy"
+
+    def __init__(self, context: BackendContext) -> None:
+        self.context = context
+
+
+def test_unknown_and_disabled_backends_are_classified() -> None:
+    registry = RunnerRegistry([BackendEntry("local", Dummy)], enabled=[], context=CONTEXT)
+    with pytest.raises(BackendUnavailableError, match="Unknown backend 'nope'"):
+        registry.get("nope")
+    with pytest.raises(BackendUnavailableError, match="not enabled"):
+        registry.get("local")
+
+
+def test_adapter_is_built_once_and_cached() -> None:
+    built: list[Dummy] = []
+
+    def factory(context: BackendContext) -> Dummy:
+        built.append(Dummy(context))
+        return built[-1]
+
+    registry = RunnerRegistry([BackendEntry("local", factory)], enabled=["local"], context=CONTEXT)
+    assert registry.get("local") is registry.get("local")
+    assert len(built) == 1
+    assert built[0].context is CONTEXT
+
+
+def test_provider_module_is_imported_only_when_first_used() -> None:
+    module = "hastegeo.compute.azure_ml.adapter"
+    sys.modules.pop(module, None)
+    registry = RunnerRegistry([BackendEntry("azure_ml", f"{module}:create")], enabled=["azure_ml"], context=CONTEXT)
+    assert module not in sys.modules
+    assert registry.enabled == frozenset({"azure_ml"})
+
+
+def test_unloadable_factory_is_a_configuration_error() -> None:
+    registry = RunnerRegistry([BackendEntry("x", "no.such.module:create")], enabled=["x"], context=CONTEXT)
+    with pytest.raises(ConfigurationError, match="cannot be loaded"):
+        registry.get("x")
+
+
+def test_failing_constructor_is_a_configuration_error() -> None:
+    def broken(context: BackendContext) -> Dummy:
+        raise RuntimeError("no credentials")
+
+    registry = RunnerRegistry([BackendEntry("x", broken)], enabled=["x"], context=CONTEXT)
+    with pytest.raises(ConfigurationError, match="failed to start: RuntimeError: no credentials"):
+        registry.get("x")
+
+
+def test_constructor_runs_outside_the_lock() -> None:
+    """A slow constructor for one backend must not block another backend's lookup."""
+    release = threading.Event()
+    entered = threading.Event()
+
+    def slow(context: BackendContext) -> Dummy:
+        entered.set()
+        assert release.wait(5)
+        return Dummy(context)
+
+    registry = RunnerRegistry(
+        [BackendEntry("slow", slow), BackendEntry("fast", Dummy)], enabled=["slow", "fast"], context=CONTEXT
+    )
+    worker = threading.Thread(target=registry.get, args=("slow",))
+    worker.start()
+    assert entered.wait(5)
+    fast = registry.get("fast")  # would deadlock if "slow" were built under the lock
+    release.set()
+    worker.join(5)
+    assert isinstance(fast, Dummy)
+    assert isinstance(registry.get("slow"), Dummy)
+
+
+def test_reentrant_constructor_does_not_deadlock() -> None:
+    registry: RunnerRegistry
+
+    def needs_other(context: BackendContext) -> Dummy:
+        registry.get("fast")
+        return Dummy(context)
+
+    registry = RunnerRegistry(
+        [BackendEntry("outer", needs_other), BackendEntry("fast", Dummy)], enabled=["outer", "fast"], context=CONTEXT
+    )
+    assert isinstance(registry.get("outer"), Dummy)

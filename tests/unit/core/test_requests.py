@@ -1,0 +1,66 @@
+"""Request validation: unknown and server-owned fields are named; paths point at the bad value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hastegeo.models.job import SERVER_OWNED_FIELDS
+from hastegeo.pipeline.accept import RequestRejected, parse_request
+
+VALID: dict[str, Any] = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "a/b.txt"}]}
+
+
+def errors_of(body: Any) -> list[tuple[str, str]]:
+    with pytest.raises(RequestRejected) as caught:
+        parse_request(body)
+    return caught.value.errors
+
+
+def test_valid_request() -> None:
+    request = parse_request(VALID)
+    assert request.project_id == "p1"
+    assert request.inputs[0].blob == "a/b.txt"
+
+
+def test_server_owned_fields_are_named() -> None:
+    errors = errors_of({**VALID, "state": "succeeded", "handle": {"backend": "x"}, "outputs": []})
+    assert [field for field, _ in errors] == ["handle", "outputs", "state"]
+
+
+def test_server_owned_fields_cover_the_runtime_fields() -> None:
+    assert {"state", "handle", "outputs", "history", "id", "reason", "createdAt"} <= SERVER_OWNED_FIELDS
+    assert "workload" not in SERVER_OWNED_FIELDS
+    assert "backend" not in SERVER_OWNED_FIELDS
+
+
+def test_snake_case_server_fields_are_refused_too() -> None:
+    assert [field for field, _ in errors_of({**VALID, "created_at": "2026-01-01"})] == ["createdAt"]
+
+
+def test_unknown_field() -> None:
+    assert errors_of({**VALID, "colour": "red"}) == [("colour", "unknown field")]
+
+
+def test_nested_paths() -> None:
+    errors = errors_of({**VALID, "inputs": [{"blob": "ok.txt"}, {"blob": "../etc/passwd"}]})
+    assert errors[0][0] == "inputs[1].blob"
+    errors = errors_of({**VALID, "inputs": [{"blob": "a", "jobId": "j"}]})
+    assert errors[0][0] == "inputs[0]"
+
+
+@pytest.mark.parametrize(
+    "blob", ["/abs/path", "a/../b", "https://evil.example/x?sig=1", "a//b", "./a", "file:///etc/passwd"]
+)
+def test_unsafe_input_paths(blob: str) -> None:
+    assert errors_of({**VALID, "inputs": [{"blob": blob}]})[0][0] == "inputs[0].blob"
+
+
+def test_bad_backend_and_workload() -> None:
+    assert errors_of({**VALID, "backend": "kubernetes"})[0][0] == "backend"
+    assert errors_of({**VALID, "workload": "mining"})[0][0] == "workload"
+
+
+def test_not_an_object() -> None:
+    assert errors_of([1, 2])[0][0] == ""
