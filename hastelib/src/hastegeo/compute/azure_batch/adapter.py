@@ -1,0 +1,345 @@
+"""The Azure Batch backend: one Batch job with one task per submission, outputs carried by blob.
+
+Every SDK call goes through :func:`policy.call_with_retry` (the only retry
+owner: the client is built with ``retry_total=0``), and Azure exceptions
+are translated into the project's error tree only here, at the edge, with
+the original chained. Node reads are a best-effort first try: the task's
+state lives in the service and survives node loss, its files do not.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any, ClassVar, TypeVar
+from urllib.parse import urlsplit
+
+from azure.batch import BatchClient  # noqa: TID251 - the one package allowed to import azure.batch
+from azure.batch.models._models import BatchJobTerminateOptions  # noqa: TID251
+from azure.core.exceptions import AzureError
+
+from hastegeo.compute.azure_batch import taskspec
+from hastegeo.compute.azure_batch.naming import fingerprint, provider_id
+from hastegeo.compute.azure_batch.policy import RETRYABLE, ErrorKind, RetryBudget, call_with_retry, error_facts
+from hastegeo.compute.azure_batch.settings import AuthMode, BatchSettings
+from hastegeo.compute.azure_batch.status import CANCEL_REASON, task_view, to_status
+from hastegeo.compute.context import BackendContext
+from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeStatus
+from hastegeo.utils.errors import (
+    BackendError,
+    ConfigurationError,
+    TerminalBackendError,
+    TransientBackendError,
+    describe_exception,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+CLEANUP_REASON = "HasteCleanup"
+_UNAVAILABLE = frozenset({ErrorKind.NODE_GONE, ErrorKind.NODE_TRANSITION, ErrorKind.NOT_FOUND})
+_STDERR_TAIL_BYTES = 4096
+_MEMO_SIZE = 1024
+
+
+class BatchBackend:
+    """:class:`ComputeBackend` on Azure Batch. Build it with :func:`create`."""
+
+    name: ClassVar[str] = "azure_batch"
+
+    def __init__(
+        self,
+        client: BatchClient,
+        settings: BatchSettings,
+        blob_service: Any,
+        *,
+        blob_account_url: str,
+        clock: Callable[[], datetime],
+        sleep: Callable[[float], None],
+    ) -> None:
+        self._client = client
+        self._settings = settings
+        self._blobs = blob_service
+        self._blob_account_url = blob_account_url.rstrip("/")
+        self._clock = clock
+        self._sleep = sleep
+        self._budget = RetryBudget(settings.retry_attempts, settings.retry_backoff_s, settings.retry_max_wait_s)
+        self._unavailable: OrderedDict[str, str] = OrderedDict()  # job id → why its node could not serve files
+        self._lock = threading.Lock()
+
+    # -- ComputeBackend --------------------------------------------------------------
+
+    def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
+        """Create job (noaction) → add task → switch job to terminatejob. A repeat binds to what exists.
+
+        Raises:
+            TerminalBackendError: no pool/image for the workload, or the ids belong to another submission.
+            TransientBackendError: Batch stayed busy or unreachable for the whole retry budget.
+        """
+        pool_id = self._settings.pools.get(spec.workload)
+        if not pool_id:
+            raise TerminalBackendError(f"No Batch pool for workload {spec.workload!r} (BATCH_POOLS)", backend=self.name)
+        image = spec.image or self._settings.images.get(spec.workload)
+        if not image:
+            raise TerminalBackendError(f"No image for workload {spec.workload!r} (BATCH_IMAGES)", backend=self.name)
+        job_id = provider_id(spec.name)
+        task_id = job_id
+        digest = fingerprint(spec)
+        placement = taskspec.Placement(
+            pool_id=pool_id,
+            image=image,
+            blob_account_url=self._blob_account_url,
+            identity_resource_id=self._settings.identity_resource_id,
+            registry=self._settings.registry,
+            retention_s=self._settings.retention_s,
+        )
+        task = taskspec.task_options(spec, task_id, placement, digest)  # a bad spec fails before any call
+        try:
+            self._create_job(taskspec.job_options(spec, job_id, pool_id, digest), digest)
+            self._create_task(job_id, task, digest)
+            self._finish_submission(job_id)
+        except AzureError as exc:
+            raise self._translate(exc, f"submitting Batch job {job_id}") from exc
+        return ComputeJobHandle(
+            backend=self.name,
+            provider_ids={"job_id": job_id, "task_id": task_id, "pool_id": pool_id},
+            output=spec.output,
+            submitted_at=self._clock(),
+        )
+
+    def status(self, handle: ComputeJobHandle) -> ComputeStatus:
+        """The task's state from the service (which survives node loss); a failure carries exit code and stderr."""
+        job_id, task_id = self._ids(handle)
+        try:
+            view = task_view(self._call("get task", lambda: self._client.get_task(job_id, task_id)))
+            cancelled = view.failed and self._terminated_by_cancel(job_id)
+        except AzureError as exc:
+            raise self._translate(exc, f"reading Batch task {task_id}") from exc
+        tail = self._stderr_tail(handle) if view.failed and not cancelled else None
+        return to_status(view, stderr_tail=tail, cancelled=cancelled)
+
+    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+        """The file from the node, or None when the node cannot serve it (gone, mid-transition, no such file)."""
+        job_id, task_id = self._ids(handle)
+        node_path = taskspec.node_file_path(path)
+
+        def download() -> bytes:
+            return b"".join(self._client.download_task_file(job_id, task_id, node_path))
+
+        retried: list[BaseException] = []
+        try:
+            return call_with_retry(
+                download, self._budget, self._sleep, what=f"read {node_path}", on_retry=retried.append
+            )
+        except AzureError as exc:
+            kind = error_facts(exc).kind
+            if kind not in _UNAVAILABLE:
+                raise self._translate(exc, f"reading {path} of Batch task {task_id}") from exc
+            # Keep the first cause too: "NodeNotReady: …" explains a later "NodeNotFound: …".
+            causes = dict.fromkeys(self._describe(error).rstrip(".") for error in [*retried[:1], exc])
+            reason = "; then ".join(causes)
+            log.warning("Batch job %s: %s not readable from the node (%s)", job_id, path, reason)
+            if kind is not ErrorKind.NOT_FOUND:
+                self._remember_unavailable(job_id, reason)
+            return None
+
+    def cancel(self, handle: ComputeJobHandle) -> None:
+        """Terminate the job (recording our reason first), then the task; finished ones are not an error."""
+        job_id, task_id = self._ids(handle)
+        self._terminate_job(job_id, CANCEL_REASON)
+        try:
+            self._call("terminate task", lambda: self._client.terminate_task(job_id, task_id))
+        except AzureError as exc:
+            if error_facts(exc).kind not in (ErrorKind.FINISHED, ErrorKind.NOT_FOUND):
+                raise self._translate(exc, f"terminating Batch task {task_id}") from exc
+
+    def cleanup(self, handle: ComputeJobHandle) -> None:
+        """Delete the working directory (skipped when the node is gone), then always terminate THIS job.
+
+        Never disables a job: each submission has its own, so nothing else shares it.
+        """
+        job_id, task_id = self._ids(handle)
+        if self.last_unavailable_reason(handle) is None:
+            try:
+                self._call(
+                    "delete working directory",
+                    lambda: self._client.delete_task_file(job_id, task_id, taskspec.WORKDIR_ON_NODE, recursive=True),
+                    retryable=lambda exc: error_facts(exc).kind is ErrorKind.TRANSIENT,  # no waiting on a node
+                )
+            except AzureError as exc:  # best-effort: the task's retention time reclaims the disk
+                log.info("Batch job %s: working directory not deleted (%s)", job_id, self._describe(exc))
+        self._terminate_job(job_id, CLEANUP_REASON)
+
+    # -- extras ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the HTTP session (the registry's owner calls this at shutdown)."""
+        self._client.close()
+
+    def last_unavailable_reason(self, handle: ComputeJobHandle) -> str | None:
+        """Why the node last could not serve this job's files (``NodeNotReady: …``), for the status history."""
+        job_id, _ = self._ids(handle)
+        with self._lock:
+            return self._unavailable.get(job_id)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T], retryable: Callable[[BaseException], bool] | None = None) -> T:
+        if retryable is None:
+            return call_with_retry(fn, self._budget, self._sleep, what=what)
+        return call_with_retry(fn, self._budget, self._sleep, retryable=retryable, what=what)
+
+    def _create_job(self, options: Any, digest: str) -> None:
+        job_id = options.id
+        try:
+            self._call("create job", lambda: self._client.create_job(options))
+        except AzureError as exc:
+            if error_facts(exc).kind is not ErrorKind.EXISTS:
+                raise
+            job = self._call("get job", lambda: self._client.get_job(job_id))
+            metadata = {item.name: item.value for item in (job.metadata or [])}
+            if metadata.get(taskspec.FINGERPRINT_METADATA) != digest:
+                raise TerminalBackendError(
+                    f"Batch job {job_id} already exists and belongs to another submission", backend=self.name
+                ) from exc
+            log.info("Batch job %s already exists and is ours: binding", job_id)
+
+    def _create_task(self, job_id: str, task: Any, digest: str) -> None:
+        try:
+            self._call("create task", lambda: self._client.create_task(job_id, task))
+        except AzureError as exc:
+            if error_facts(exc).kind not in (ErrorKind.EXISTS, ErrorKind.FINISHED):
+                raise
+            try:
+                existing = self._call("get task", lambda: self._client.get_task(job_id, task.id))
+            except AzureError:
+                raise exc from None
+            env = {item.name: item.value for item in (existing.environment_settings or [])}
+            if env.get(taskspec.FINGERPRINT_VARIABLE) != digest:
+                raise TerminalBackendError(
+                    f"Batch task {task.id} already exists and belongs to another submission", backend=self.name
+                ) from exc
+            log.info("Batch task %s already exists and is ours: binding", task.id)
+
+    def _finish_submission(self, job_id: str) -> None:
+        try:
+            self._call("update job", lambda: self._client.update_job(job_id, taskspec.terminate_when_done()))
+        except AzureError as exc:
+            if error_facts(exc).kind is not ErrorKind.FINISHED:  # already completed: nothing left to switch
+                raise
+
+    def _terminated_by_cancel(self, job_id: str) -> bool:
+        job = self._call("get job", lambda: self._client.get_job(job_id))
+        info = getattr(job, "execution_info", None)
+        return getattr(info, "termination_reason", None) == CANCEL_REASON
+
+    def _terminate_job(self, job_id: str, reason: str) -> None:
+        options = BatchJobTerminateOptions(termination_reason=reason)
+        try:
+            poller = self._call(
+                "terminate job", lambda: self._client.begin_terminate_job(job_id, options, polling_interval=2)
+            )
+        except AzureError as exc:
+            if error_facts(exc).kind in (ErrorKind.FINISHED, ErrorKind.NOT_FOUND):
+                return
+            raise self._translate(exc, f"terminating Batch job {job_id}") from exc
+        # The poller hides its own failures: look at its status instead of trusting silence.
+        poller.wait(timeout=self._settings.terminate_wait_s)
+        if poller.status() == "Failed":
+            raise TransientBackendError(f"Termination of Batch job {job_id} could not be confirmed", backend=self.name)
+
+    def _stderr_tail(self, handle: ComputeJobHandle) -> str | None:
+        """The end of stderr: the blob copy first (it survives the node), then the node."""
+        blob_name = handle.output.child("logs/stderr.txt")
+        try:
+            blob = self._blobs.get_blob_client(handle.output.container, blob_name)
+            size = int(blob.get_blob_properties().size)
+            data: bytes = blob.download_blob(offset=max(0, size - _STDERR_TAIL_BYTES)).readall() if size else b""
+        except Exception as exc:  # best-effort: a missing log must not hide the failure itself
+            log.info("stderr of %s not readable from blob (%s)", blob_name, describe_exception(exc))
+            try:
+                data = self.read_output(handle, "logs/stderr.txt") or b""
+            except BackendError:
+                return None
+        return data[-_STDERR_TAIL_BYTES:].decode("utf-8", errors="replace") or None
+
+    def _remember_unavailable(self, job_id: str, reason: str) -> None:
+        with self._lock:
+            self._unavailable[job_id] = reason
+            self._unavailable.move_to_end(job_id)
+            while len(self._unavailable) > _MEMO_SIZE:
+                self._unavailable.popitem(last=False)
+
+    def _ids(self, handle: ComputeJobHandle) -> tuple[str, str]:
+        job_id, task_id = handle.provider_ids.get("job_id"), handle.provider_ids.get("task_id")
+        if handle.backend != self.name or not job_id or not task_id:
+            raise TerminalBackendError(f"Not a Batch job handle: {handle.provider_ids}", backend=self.name)
+        return job_id, task_id
+
+    @staticmethod
+    def _describe(exc: BaseException) -> str:
+        """``Code: message`` without the RequestId trailer, also for streamed errors (code in the body)."""
+        facts = error_facts(exc)
+        if facts.code and facts.body_message and getattr(exc, "error", None) is None:
+            return describe_exception(_BodyError(facts.code, facts.body_message))
+        text = describe_exception(exc)
+        return text if not facts.code or text.startswith(facts.code) else f"{facts.code}: {text}"
+
+    def _translate(self, exc: BaseException, what: str) -> BackendError:
+        cls = TransientBackendError if error_facts(exc).kind in RETRYABLE else TerminalBackendError
+        return cls(f"{what}: {self._describe(exc)}", backend=self.name)
+
+
+class _BodyError(Exception):
+    """The shape :func:`describe_exception` reads (``.error.code``/``.error.message``), built from a body."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.error = SimpleNamespace(code=code, message=message)
+
+
+def create(context: BackendContext) -> BatchBackend:
+    """The production factory (the registry imports it lazily).
+
+    Raises:
+        ConfigurationError: the account URL or the pools' identity is not configured.
+    """
+    settings = context.settings.batch
+    if not settings.account_url:
+        raise ConfigurationError("BATCH_ACCOUNT_URL is empty")
+    if not settings.identity_resource_id:
+        raise ConfigurationError("BATCH_IDENTITY_RESOURCE_ID is empty: pools read inputs and write outputs with it")
+    client = BatchClient(
+        settings.account_url,
+        _credential(settings),
+        retry_total=0,  # the adapter owns retries (see docs/adr/0003-batch-retry-and-node-loss.md)
+        connection_timeout=settings.request_timeout_s,
+        read_timeout=settings.request_timeout_s,
+    )
+    parts = urlsplit(str(context.blob_service.url))
+    return BatchBackend(
+        client,
+        settings,
+        context.blob_service,
+        blob_account_url=f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/"),
+        clock=context.clock,
+        sleep=context.sleep,
+    )
+
+
+def _credential(settings: BatchSettings) -> Any:
+    if settings.auth_mode is AuthMode.SHARED_KEY:
+        from azure.core.credentials import AzureNamedKeyCredential
+
+        return AzureNamedKeyCredential(settings.account_name, settings.account_key)
+    if settings.auth_mode is AuthMode.DEFAULT:
+        from azure.identity import DefaultAzureCredential
+
+        return DefaultAzureCredential()
+    from azure.identity import ManagedIdentityCredential
+
+    return ManagedIdentityCredential(client_id=settings.client_id or None)

@@ -1,0 +1,44 @@
+"""Deterministic Batch ids and the fingerprint that proves a job is ours. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from hastegeo.compute.contract import ComputeJobSpec
+
+MAX_ID = 64
+PREFIX = "haste-"
+_INVALID = re.compile(r"[^a-z0-9_-]+")
+
+
+def provider_id(name: str, prefix: str = PREFIX) -> str:
+    """A Batch id (≤ 64 lowercase letters, digits, ``-``, ``_``) derived from ``name``.
+
+    Batch ids are case-insensitive, so ``Job1`` and ``job1`` would collide:
+    whenever the name had to be changed (case, characters, length) a short
+    hash of the original is appended, keeping the mapping one-to-one.
+    """
+    lowered = name.lower()
+    clean = _INVALID.sub("-", lowered).strip("-_") or "job"
+    candidate = f"{prefix}{clean}"
+    if clean == name and len(candidate) <= MAX_ID:
+        return candidate
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
+    room = MAX_ID - len(prefix) - len(digest) - 1
+    return f"{prefix}{clean[:room].rstrip('-_')}-{digest}"
+
+
+def fingerprint(spec: ComputeJobSpec) -> str:
+    """A stable digest of what makes a submission *this* submission (stored in job metadata and task env)."""
+    identity = {
+        "jobId": spec.job_id,
+        "name": spec.name,
+        "workload": spec.workload,
+        "argv": list(spec.argv),
+        "image": spec.image,
+        "output": [spec.output.container, spec.output.path],
+    }
+    encoded = json.dumps(identity, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return hashlib.sha256(encoded).hexdigest()[:32]

@@ -1,0 +1,273 @@
+"""The Azure ML backend: each job one command job, named after our job id.
+
+Submit is a PUT by name, preceded by a GET: a name that exists is bound when
+its fingerprint tag matches this spec (a resubmit), and refused otherwise.
+Status is ``jobs.get`` (the truth; ``stream`` raises only on Failed), mapped
+by :mod:`.status`. Outputs are ``uri_folder`` mounts on the spec's blob prefix,
+so ``read_output`` reads that blob and finished jobs stay readable after
+their compute is gone. Every SDK call goes through one retry budget
+(:class:`.errors.Retry`) and errors leave this module as the project's own.
+
+What a submit decided that users should see — an Environment created on the
+fly, a run that uses a local code snapshot — is logged, kept in the handle's
+``provider_ids["notes"]``, and written with the code hash to
+``logs/azure_ml_submission.json`` under the job's output prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from hastegeo.compute.azure_ml.client import ClientFactory, MLClientLike, create_ml_client
+from hastegeo.compute.azure_ml.entities import (
+    TAG_FINGERPRINT,
+    build_command_job,
+    code_snapshot_hash,
+    experiment_name,
+    fingerprint,
+    inline_environment,
+    job_name,
+    source_description,
+)
+from hastegeo.compute.azure_ml.environments import ensure_registered
+from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, Kind, Retry, classify
+from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
+from hastegeo.compute.azure_ml.status import TERMINAL_STATUSES, map_status, status_text
+from hastegeo.compute.context import BackendContext
+from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeStatus
+from hastegeo.utils.errors import ConfigurationError, TerminalBackendError, TransientBackendError, describe_exception
+
+if TYPE_CHECKING:
+    from azure.ai.ml.entities import Job  # noqa: TID251
+    from azure.storage.blob import BlobServiceClient
+
+log = logging.getLogger(__name__)
+
+SUBMISSION_RECORD = "logs/azure_ml_submission.json"
+CODE_WARNING = (
+    "runs with a local code snapshot from AML_CODE_DIR (sha256 {hash}); it may not be reproducible from the image alone"
+)
+SUBMIT_HINT = f"{COORDINATES}, AML_COMPUTE, AML_DATASTORES and the environment settings"
+_NOT_FOUND = frozenset({Kind.NOT_FOUND})
+
+
+class AzureMLBackend:
+    name: ClassVar[str] = BACKEND
+
+    def __init__(
+        self,
+        settings: AmlSettings,
+        client: MLClientLike,
+        blob_service: BlobServiceClient,
+        *,
+        retry: Retry,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._settings = settings
+        self._client = client
+        self._blobs = blob_service
+        self._retry = retry
+        self._clock = clock
+        self._code_hash = code_snapshot_hash(settings.code_dir) if settings.code_dir else None
+        self._env_lock = threading.Lock()
+        self._registered: str | None = None  # "name:version", once ensured
+
+    # -- the contract ---------------------------------------------------------------
+
+    def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
+        """Submit ``spec`` as a command job, or bind to the job a previous attempt created.
+
+        Raises:
+            TerminalBackendError: bad settings, a rejected job, or a same-named job that is not ours.
+            TransientBackendError: the service stayed unavailable for the whole retry budget.
+        """
+        name = job_name(spec)
+        notes: list[str] = []
+        try:
+            environment, environment_id = self._environment(spec, notes)
+            job = build_command_job(
+                spec, self._settings, environment=environment, code_dir=self._settings.code_dir or None,
+                code_hash=self._code_hash,
+            )  # fmt: skip
+        except ConfigurationError as exc:
+            raise TerminalBackendError(str(exc), backend=BACKEND) from exc
+        if self._code_hash:
+            notes.append(CODE_WARNING.format(hash=self._code_hash[:16]))
+            log.warning("Azure ML job %s %s", name, notes[-1])
+        existing = self._find(name)
+        if existing is None:
+            try:
+                self._retry.run(
+                    lambda: self._client.jobs.create_or_update(job),
+                    action=f"submit job {name}",
+                    hint=SUBMIT_HINT,
+                    passthrough=frozenset({Kind.CONFLICT}),
+                )
+            except Exception as exc:
+                if classify(exc) is not Kind.CONFLICT:
+                    raise
+                existing = self._find(name)  # a concurrent attempt created it first
+                if existing is None:
+                    raise TransientBackendError(f"Azure ML job {name} conflicted but is not visible yet") from exc
+        if existing is not None:
+            self._verify_ours(existing, spec)
+            log.info("Azure ML job %s exists and is ours: bound instead of submitting again", name)
+        provider_ids = {
+            "job_name": name,
+            "experiment": experiment_name(self._settings, spec),
+            "environment": environment_id,
+        }
+        if self._code_hash:
+            provider_ids["code_sha256"] = self._code_hash
+        if notes:
+            provider_ids["notes"] = "; ".join(notes)
+        handle = ComputeJobHandle(
+            backend=BACKEND, provider_ids=provider_ids, output=spec.output, submitted_at=self._clock()
+        )
+        self._record(handle, notes)
+        return handle
+
+    def status(self, handle: ComputeJobHandle) -> ComputeStatus:
+        name = handle.provider_ids["job_name"]
+        job = self._find(name)
+        if job is None:
+            raise TerminalBackendError(f"Azure ML job {name} no longer exists", backend=BACKEND)
+        status = status_text(job.status)
+        return map_status(status, failure=self._failure(name) if status == "Failed" else None)
+
+    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+        blob = self._blobs.get_blob_client(handle.output.container, handle.output.child(path))
+        try:
+            data: bytes = self._retry.run(
+                lambda: blob.download_blob().readall(),
+                action=f"read {path}",
+                hint="the storage settings (AzureWebJobsStorage)",
+                passthrough=_NOT_FOUND,
+            )
+        except Exception as exc:
+            if classify(exc) is Kind.NOT_FOUND:
+                return None
+            raise
+        return data
+
+    def cancel(self, handle: ComputeJobHandle) -> None:
+        name = handle.provider_ids["job_name"]
+        job = self._find(name)
+        if job is None or status_text(job.status) in TERMINAL_STATUSES:
+            log.info("Azure ML job %s is gone or finished: nothing to cancel", name)
+            return
+        try:
+            self._retry.run(lambda: self._client.jobs.begin_cancel(name), action=f"cancel job {name}", hint=SUBMIT_HINT)
+        except TerminalBackendError:
+            job = self._find(name)  # it may have finished between the get and the cancel
+            if job is None or status_text(job.status) in TERMINAL_STATUSES:
+                return
+            raise
+
+    def cleanup(self, handle: ComputeJobHandle) -> None:
+        log.info(
+            "Azure ML cleanup of %s: nothing to do (compute scales down by itself; the job record and its "
+            "outputs on the datastore are kept)",
+            handle.provider_ids.get("job_name"),
+        )
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _environment(self, spec: ComputeJobSpec, notes: list[str]) -> tuple[Any, str]:
+        """The job's ``environment=`` and a short id for the handle; ensures a registered one exists."""
+        settings = self._settings
+        if settings.environment_source is not EnvironmentSource.REGISTERED:
+            environment = inline_environment(settings, spec)
+            if environment.image:
+                return environment, f"image:{environment.image}"
+            return environment, source_description(settings)
+        with self._env_lock:
+            if self._registered is None:
+                outcome = ensure_registered(self._client, settings, self._retry)
+                if outcome.action == "created":
+                    notes.append(outcome.message)
+                    log.warning("Azure ML: %s", outcome.message)
+                self._registered = outcome.reference
+            return f"azureml:{self._registered}", self._registered
+
+    def _get(self, name: str, passthrough: frozenset[Kind] = frozenset()) -> Job:
+        return self._retry.run(
+            lambda: self._client.jobs.get(name), action=f"get job {name}", hint=COORDINATES, passthrough=passthrough
+        )
+
+    def _find(self, name: str) -> Job | None:
+        try:
+            return self._get(name, passthrough=_NOT_FOUND)
+        except Exception as exc:
+            if classify(exc) is Kind.NOT_FOUND:
+                return None
+            raise
+
+    def _verify_ours(self, job: Job, spec: ComputeJobSpec) -> None:
+        found = (job.tags or {}).get(TAG_FINGERPRINT)
+        if found != fingerprint(spec):
+            raise TerminalBackendError(
+                f"An Azure ML job named {job.name} exists but was not submitted for this job spec "
+                f"(fingerprint {found or 'missing'}); refusing to bind to it",
+                backend=BACKEND,
+            )
+
+    def _failure(self, name: str) -> str | None:
+        """``Code: message`` of a failed job, from run history (best effort; the SDK keeps it there)."""
+        try:
+            runs = getattr(self._client.jobs, "_runs_operations", None)  # may itself call the service
+            details = runs.get_run_details(name) if runs is not None else None
+            error = getattr(getattr(details, "error", None), "error", None)
+            if error is None:
+                return None
+            return describe_exception(_Described(error))
+        except Exception as exc:
+            log.info("Azure ML job %s failed; its error details could not be read: %s", name, describe_exception(exc))
+            return None
+
+    def _record(self, handle: ComputeJobHandle, notes: list[str]) -> None:
+        record = {
+            "backend": BACKEND,
+            "jobName": handle.provider_ids["job_name"],
+            "environment": handle.provider_ids["environment"],
+            "codeSha256": self._code_hash,
+            "notes": notes,
+            "submittedAt": handle.submitted_at.isoformat(),
+        }
+        blob = self._blobs.get_blob_client(handle.output.container, handle.output.child(SUBMISSION_RECORD))
+        data = json.dumps(record, indent=2, sort_keys=True).encode()
+        self._retry.run(
+            lambda: blob.upload_blob(data, overwrite=True),
+            action=f"record submission of {handle.provider_ids['job_name']}",
+            hint="the storage settings (AzureWebJobsStorage, HASTE_OUTPUTS_CONTAINER)",
+        )
+
+
+class _Described(Exception):
+    """Gives a run-history ``RootError`` (code, message) the shape :func:`describe_exception` reads."""
+
+    def __init__(self, error: Any) -> None:
+        super().__init__(getattr(error, "message", "") or "")
+        self.error = error
+
+
+def create(context: BackendContext, client_factory: ClientFactory | None = None) -> AzureMLBackend:
+    """The production factory the registry calls (``hastegeo.compute.azure_ml.adapter:create``).
+
+    Raises:
+        ConfigurationError: ``AML_MODE`` is Disabled or ``AML_CODE_DIR`` is not a directory.
+    """
+    settings = context.settings.aml
+    if not settings.enabled:
+        raise ConfigurationError("azure_ml is used but AML_MODE is Disabled: set AML_MODE=Existing (or Create)")
+    if settings.code_dir and not Path(settings.code_dir).is_dir():
+        raise ConfigurationError(f"AML_CODE_DIR {settings.code_dir!r} is not a directory")
+    client = (client_factory or create_ml_client)(settings)
+    retry = Retry(attempts=settings.retry_attempts, delay_s=settings.retry_delay_s, sleep=context.sleep)
+    return AzureMLBackend(settings, client, context.blob_service, retry=retry, clock=context.clock)

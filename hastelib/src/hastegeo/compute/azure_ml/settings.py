@@ -1,0 +1,198 @@
+"""Settings of the Azure ML backend (environment variables AML_*), the only place they are declared.
+
+Enabling the backend needs only ``AML_MODE`` (``Existing`` or ``Create``) and the
+workspace coordinates (``AML_SUBSCRIPTION_ID``, ``AML_RESOURCE_GROUP``,
+``AML_WORKSPACE``). Everything the backend needs to run has a non-empty default
+even while it is ``Disabled``, so flipping ``AML_MODE`` alone never meets an
+empty identity mode or compute map. The optional selectors (``AML_IMAGE``,
+``AML_BUILD_CONTEXT``, ``AML_CODE_DIR``, ``AML_MANAGED_IDENTITY_CLIENT_ID``) are
+empty by default, which means "not used" and is documented on each field.
+
+Environments come three ways, chosen by ``AML_ENVIRONMENT_SOURCE``:
+
+- ``image`` (default): an anonymous Environment from ``AML_IMAGE``, else the
+  image the job spec names. Reproducible: the image is the whole runtime.
+- ``registered``: the registered Environment ``AML_ENVIRONMENT``
+  (``name:version`` or ``name@label``; curated or our own). When it is missing,
+  the adapter creates it once from ``AML_BUILD_CONTEXT`` or ``AML_IMAGE``.
+- ``build_context``: an anonymous Environment built by Azure ML from the
+  Docker build context ``AML_BUILD_CONTEXT`` (``AML_DOCKERFILE`` inside it).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from hastegeo.settings_base import CsvMap, Section
+from hastegeo.utils.errors import ConfigurationError
+
+
+class AmlMode(enum.StrEnum):
+    EXISTING = "Existing"
+    CREATE = "Create"
+    DISABLED = "Disabled"
+
+
+class EnvironmentSource(enum.StrEnum):
+    IMAGE = "image"
+    REGISTERED = "registered"
+    BUILD_CONTEXT = "build_context"
+
+
+# Default compute cluster per workload; Create mode provisions clusters with these names.
+DEFAULT_COMPUTE: dict[str, str] = {
+    "imagery": "haste-cpu",
+    "training": "haste-gpu",
+    "inference": "haste-cpu",
+    "embedding": "haste-cpu",
+    "artifacts": "haste-cpu",
+}
+
+# name:version, or name@label (Azure ML asset names: letters, digits, '-', '_', '.').
+_ENV_REFERENCE = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,254})(?::(?P<version>[A-Za-z0-9_.-]+)|@(?P<label>[A-Za-z0-9_.-]+))$"
+)
+_DATASTORE = re.compile(r"^[A-Za-z0-9_]{1,255}$")
+
+
+def parse_environment_reference(reference: str) -> tuple[str, str | None, str | None]:
+    """``name:version`` → ``(name, version, None)``; ``name@label`` → ``(name, None, label)``.
+
+    Raises:
+        ValueError: the reference has neither a version nor a label (a bare name
+            fails client-side in azure-ai-ml, so it is refused here first).
+    """
+    reference = reference.removeprefix("azureml:")
+    match = _ENV_REFERENCE.match(reference)
+    if not match:
+        raise ValueError(f"AML_ENVIRONMENT must be name:version or name@label, got {reference!r}")
+    return match.group("name"), match.group("version"), match.group("label")
+
+
+class AmlSettings(Section):
+    mode: AmlMode = Field(
+        AmlMode.DISABLED, alias="AML_MODE", description="Existing, Create or Disabled (default Disabled)."
+    )
+    subscription_id: str = Field("", alias="AML_SUBSCRIPTION_ID", description="Subscription of the workspace.")
+    resource_group: str = Field("", alias="AML_RESOURCE_GROUP", description="Resource group of the workspace.")
+    workspace: str = Field("", alias="AML_WORKSPACE", description="Workspace name.")
+    identity_mode: Literal["managed_identity", "default"] = Field(
+        "managed_identity",
+        alias="AML_IDENTITY_MODE",
+        description="managed_identity (production) or default (DefaultAzureCredential: CLI login, env vars).",
+    )
+    managed_identity_client_id: str = Field(
+        "",
+        alias="AML_MANAGED_IDENTITY_CLIENT_ID",
+        description="Client id of a user-assigned identity (managed_identity mode); empty = system-assigned.",
+    )
+    compute: CsvMap = Field(
+        DEFAULT_COMPUTE,
+        alias="AML_COMPUTE",
+        description="Compute cluster per workload, e.g. imagery=haste-cpu,training=haste-gpu. "
+        "Workloads not listed are not routed to Azure ML.",
+    )
+    environment_source: EnvironmentSource = Field(
+        EnvironmentSource.IMAGE,
+        alias="AML_ENVIRONMENT_SOURCE",
+        description="image (default), registered or build_context: where the job's Environment comes from.",
+    )
+    environment: str = Field(
+        "haste-runtime@latest",
+        alias="AML_ENVIRONMENT",
+        description="Registered Environment, name:version or name@label (registered source; created when missing).",
+    )
+    image: str = Field(
+        "",
+        alias="AML_IMAGE",
+        description="Container image for the Environment; empty = the image named by each job spec.",
+    )
+    build_context: str = Field(
+        "",
+        alias="AML_BUILD_CONTEXT",
+        description="Local Docker build context directory (build_context source, or to create a registered one).",
+    )
+    dockerfile: str = Field(
+        "Dockerfile", alias="AML_DOCKERFILE", description="Dockerfile path relative to AML_BUILD_CONTEXT."
+    )
+    code_dir: str = Field(
+        "",
+        alias="AML_CODE_DIR",
+        description="Directory uploaded as the job's code snapshot (honours .amlignore); empty = code from the image.",
+    )
+    datastores: CsvMap = Field(
+        {},
+        alias="AML_DATASTORES",
+        description="Datastore per blob container, e.g. haste-outputs=haste_outputs; a container not listed maps "
+        "to its name with '-' replaced by '_'.",
+    )
+    experiment: str = Field(
+        "haste", alias="AML_EXPERIMENT", description="Experiment name prefix; the project (or workload) is appended."
+    )
+    retry_attempts: int = Field(
+        3, alias="AML_RETRY_ATTEMPTS", ge=1, le=10, description="Attempts per call on a transient error (one budget)."
+    )
+    retry_delay_s: float = Field(
+        1.0, alias="AML_RETRY_DELAY_S", ge=0, description="First delay between attempts (s); doubles each time."
+    )
+
+    @model_validator(mode="after")
+    def _coordinates(self) -> AmlSettings:
+        if self.mode is AmlMode.DISABLED:
+            return self
+        problems = [
+            f"AML_MODE={self.mode.value} needs {alias}"
+            for alias, value in (
+                ("AML_SUBSCRIPTION_ID", self.subscription_id),
+                ("AML_RESOURCE_GROUP", self.resource_group),
+                ("AML_WORKSPACE", self.workspace),
+            )
+            if not value
+        ]
+        try:
+            parse_environment_reference(self.environment)
+        except ValueError as exc:
+            problems.append(str(exc))
+        if self.environment_source is EnvironmentSource.BUILD_CONTEXT and not self.build_context:
+            problems.append("AML_ENVIRONMENT_SOURCE=build_context needs AML_BUILD_CONTEXT")
+        bad = sorted(f"{c}={d}" for c, d in self.datastores.items() if not _DATASTORE.match(d))
+        if bad:
+            problems.append(f"AML_DATASTORES names must be letters, digits and '_': {bad}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode is not AmlMode.DISABLED
+
+    def datastore_for(self, container: str) -> str:
+        """The workspace datastore that points at blob ``container``."""
+        return self.datastores.get(container) or re.sub(r"[^A-Za-z0-9_]", "_", container)
+
+
+def load_aml_settings(environ: Mapping[str, str]) -> AmlSettings:
+    """Only the AML section from ``environ`` (for the CLI, which needs no storage settings).
+
+    Raises:
+        ConfigurationError: naming each invalid variable.
+    """
+    values = {
+        field.alias: environ[field.alias]
+        for field in AmlSettings.model_fields.values()
+        if field.alias and environ.get(field.alias, "") != ""
+    }
+    try:
+        return AmlSettings.model_validate(values)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors(include_url=False, include_input=False):
+            where = ".".join(str(part) for part in error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            lines.append(f"{where}: {message}" if where else message)
+        raise ConfigurationError("Invalid Azure ML settings: " + "; ".join(lines)) from None

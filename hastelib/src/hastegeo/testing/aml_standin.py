@@ -1,0 +1,264 @@
+"""A stand-in for ``azure.ai.ml.MLClient``: the surface the Azure ML backend uses, scripted per test.
+
+It returns REAL SDK entities (jobs go through the SDK's own REST conversion,
+so ``jobs.get`` answers exactly what ``MLClient.jobs.get`` would build from
+the service's JSON) and raises REAL ``azure.core`` / ``azure.ai.ml``
+exceptions. Nothing is sent anywhere.
+
+Scripting::
+
+    client = StandInMLClient()
+    client.fail("jobs.create_or_update", http_error(503, "ServiceUnavailable"))  # next call raises, then works
+    handle = backend.submit(spec)
+    client.set_status(name, "Running")
+    client.set_status(name, "Failed", error=("UserError", "exit code 2"))
+
+``client.calls`` lists ``(operation, name)`` in order, so tests assert that a
+resubmit made no second PUT or that a missing Environment was created once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from azure.ai.ml.entities import Compute, Environment, Job, Workspace  # noqa: TID251
+from azure.ai.ml.entities._job.to_rest_functions import to_rest_job_object  # noqa: TID251
+from azure.ai.ml.exceptions import (  # noqa: TID251
+    ErrorTarget,
+    ValidationErrorType,
+    ValidationException,
+)
+from azure.core.exceptions import (
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceNotFoundError,
+)
+from azure.core.polling import LROPoller, NoPolling
+
+
+class _Response:
+    """Just enough of an HTTP response for azure-core's exceptions to parse the error body."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status_code = status
+        self.reason = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found"}.get(status, "Error")
+        self.headers = {"Content-Type": "application/json"}
+        self.content_type = "application/json"
+        self._text = json.dumps(body)
+        self.request = None
+
+    def text(self, encoding: str | None = None) -> str:
+        return self._text
+
+    def body(self) -> bytes:
+        return self._text.encode()
+
+
+def http_error(status: int, code: str = "Error", message: str = "scripted error") -> HttpResponseError:
+    """The azure-core exception the real client raises for ``status`` with an ARM error body."""
+    response = _Response(status, {"error": {"code": code, "message": message}})
+    kind: type[HttpResponseError] = {
+        401: ClientAuthenticationError,
+        404: ResourceNotFoundError,
+        409: ResourceExistsError,
+    }.get(status, HttpResponseError)
+    return kind(response=response)
+
+
+def label_not_found(name: str, label: str) -> ValidationException:
+    """What ``environments.get(name, label=…)`` raises for a missing asset (not a 404!)."""
+    message = f"Asset {name} does not exist in workspace ws."
+    return ValidationException(
+        message=message,
+        no_personal_data_message=message,
+        target=ErrorTarget.ASSET,  # type: ignore[arg-type]  # the SDK itself passes these str constants
+        error_type=ValidationErrorType.RESOURCE_NOT_FOUND,
+    )
+
+
+@dataclass
+class _RootError:
+    code: str
+    message: str
+
+
+@dataclass
+class _RunDetails:
+    error: Any = None
+    status: str = ""
+
+
+@dataclass
+class StandInState:
+    jobs: dict[str, Any] = field(default_factory=dict)  # name → submitted Job entity
+    statuses: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, tuple[str, str]] = field(default_factory=dict)
+    environments: dict[str, dict[str, Environment]] = field(default_factory=lambda: defaultdict(dict))
+    computes: set[str] = field(default_factory=set)
+    failures: dict[str, deque[BaseException]] = field(default_factory=lambda: defaultdict(deque))
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    hooks: dict[str, Callable[[str], None]] = field(default_factory=dict)
+
+    def enter(self, operation: str, name: str) -> None:
+        self.calls.append((operation, name))
+        hook = self.hooks.pop(operation, None)
+        if hook is not None:
+            hook(name)
+        queued = self.failures.get(operation)
+        if queued:
+            raise queued.popleft()
+
+
+class _Runs:
+    def __init__(self, state: StandInState) -> None:
+        self._state = state
+
+    def get_run_details(self, run_id: str) -> _RunDetails:
+        self._state.enter("runs.get_run_details", run_id)
+        error = self._state.errors.get(run_id)
+        return _RunDetails(error=_RunDetails(error=_RootError(*error)) if error else None)
+
+
+class StandInJobs:
+    def __init__(self, state: StandInState) -> None:
+        self._state = state
+        self._runs_operations = _Runs(state)  # where the real client keeps run history (error details)
+
+    def create_or_update(self, job: Any, **kwargs: Any) -> Job:
+        name = str(job.name)
+        self._state.enter("jobs.create_or_update", name)
+        entity = job._to_job() if hasattr(job, "_to_job") else job  # what MLClient does with a Command node
+        self._state.jobs[name] = entity
+        self._state.statuses.setdefault(name, "NotStarted")
+        return self._entity(name)
+
+    def get(self, name: str) -> Job:
+        self._state.enter("jobs.get", name)
+        if name not in self._state.jobs:
+            raise http_error(404, "UserError", f"Job {name} not found")
+        return self._entity(name)
+
+    def begin_cancel(self, name: str, **kwargs: Any) -> LROPoller[None]:
+        self._state.enter("jobs.begin_cancel", name)
+        if name not in self._state.jobs:
+            raise http_error(404, "UserError", f"Job {name} not found")
+        if self._state.statuses[name] not in ("Completed", "Failed", "Canceled"):
+            self._state.statuses[name] = "CancelRequested"
+        return LROPoller(None, None, lambda *args: None, NoPolling())  # type: ignore[no-untyped-call]
+
+    def _entity(self, name: str) -> Job:
+        rest = to_rest_job_object(self._state.jobs[name])
+        rest.properties.status = self._state.statuses[name]
+        return Job._from_rest_object(rest)
+
+
+class StandInEnvironments:
+    def __init__(self, state: StandInState) -> None:
+        self._state = state
+
+    def get(self, name: str, version: str | None = None, label: str | None = None) -> Environment:
+        self._state.enter("environments.get", f"{name}:{version}" if version else f"{name}@{label}")
+        versions = self._state.environments.get(name, {})
+        if label is not None:
+            if label != "latest" or not versions:
+                raise label_not_found(name, label)
+            return versions[max(versions, key=lambda v: (len(v), v))]
+        if version not in versions:
+            raise http_error(404, "UserError", f"Environment {name}:{version} not found")
+        return versions[version]
+
+    def create_or_update(self, environment: Environment) -> Environment:
+        name, version = str(environment.name), str(environment.version)
+        self._state.enter("environments.create_or_update", f"{name}:{version}")
+        stored = Environment(
+            name=name, version=version, image=environment.image, build=environment.build, tags=environment.tags
+        )
+        self._state.environments[name][version] = stored
+        return stored
+
+
+class StandInCompute:
+    def __init__(self, state: StandInState) -> None:
+        self._state = state
+
+    def get(self, name: str) -> Compute:
+        from azure.ai.ml.entities import AmlCompute  # noqa: TID251
+
+        self._state.enter("compute.get", name)
+        if name not in self._state.computes:
+            raise http_error(404, "ResourceNotFound", f"Compute {name} not found")
+        return AmlCompute(name=name, size="STANDARD_DS3_V2", min_instances=0, max_instances=2)
+
+
+class StandInWorkspaces:
+    def __init__(self, state: StandInState, workspace: str) -> None:
+        self._state = state
+        self._workspace = workspace
+
+    def get(self, name: str | None = None, **kwargs: Any) -> Workspace:
+        self._state.enter("workspaces.get", name or self._workspace)
+        if (name or self._workspace) != self._workspace:
+            raise http_error(404, "ResourceNotFound", f"Workspace {name} not found")
+        return Workspace(name=self._workspace)
+
+
+class StandInMLClient:
+    """``MLClient``'s ``jobs``, ``environments``, ``compute`` and ``workspaces``, in memory."""
+
+    def __init__(self, *, workspace: str = "ws", computes: tuple[str, ...] = ("haste-cpu", "haste-gpu")) -> None:
+        self.state = StandInState(computes=set(computes))
+        self._jobs = StandInJobs(self.state)
+        self._environments = StandInEnvironments(self.state)
+        self._compute = StandInCompute(self.state)
+        self._workspaces = StandInWorkspaces(self.state, workspace)
+
+    @property
+    def jobs(self) -> StandInJobs:
+        return self._jobs
+
+    @property
+    def environments(self) -> StandInEnvironments:
+        return self._environments
+
+    @property
+    def compute(self) -> StandInCompute:
+        return self._compute
+
+    @property
+    def workspaces(self) -> StandInWorkspaces:
+        return self._workspaces
+
+    # -- scripting ---------------------------------------------------------------------
+
+    @property
+    def calls(self) -> list[tuple[str, str]]:
+        return self.state.calls
+
+    def count(self, operation: str) -> int:
+        return sum(1 for op, _ in self.state.calls if op == operation)
+
+    def fail(self, operation: str, *errors: BaseException) -> None:
+        """The next ``len(errors)`` calls of ``operation`` (e.g. ``"jobs.get"``) raise these, in order."""
+        self.state.failures[operation].extend(errors)
+
+    def before_next(self, operation: str, action: Callable[[str], None]) -> None:
+        """Run ``action(name)`` once, at the start of the next ``operation`` call (it may raise)."""
+        self.state.hooks[operation] = action
+
+    def set_status(self, name: str, status: str, *, error: tuple[str, str] | None = None) -> None:
+        """Move job ``name`` to ``status``; ``error`` is the (code, message) run history reports."""
+        self.state.statuses[name] = status
+        if error is not None:
+            self.state.errors[name] = error
+
+    def add_environment(self, environment: Environment) -> None:
+        self.state.environments[str(environment.name)][str(environment.version)] = environment
+
+    def submitted(self, name: str) -> Any:
+        """The job entity exactly as the backend submitted it (a ``CommandJob``)."""
+        return self.state.jobs[name]

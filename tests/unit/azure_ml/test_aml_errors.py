@@ -1,0 +1,104 @@
+"""The one classification of Azure ML errors, and the one retry budget."""
+
+from __future__ import annotations
+
+import pytest
+from azure.ai.ml.exceptions import (  # noqa: TID251
+    AssetException,
+    ErrorTarget,
+    MlException,
+    ValidationErrorType,
+    ValidationException,
+)
+from azure.core.exceptions import ServiceRequestError, ServiceResponseError
+
+from hastegeo.compute.azure_ml.errors import Kind, classify, translate, with_retry
+from hastegeo.testing.aml_standin import http_error, label_not_found
+from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
+
+
+def _asset_error_caused_by(cause: BaseException) -> AssetException:
+    try:
+        try:
+            raise cause
+        except Exception as inner:
+            raise AssetException(message="upload failed", no_personal_data_message="upload failed") from inner
+    except AssetException as outer:
+        return outer
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind"),
+    [
+        (http_error(429), Kind.TRANSIENT),
+        (http_error(500), Kind.TRANSIENT),
+        (http_error(503), Kind.TRANSIENT),
+        (http_error(408), Kind.TRANSIENT),
+        (ServiceRequestError("refused"), Kind.TRANSIENT),
+        (ServiceResponseError("reset"), Kind.TRANSIENT),
+        (_asset_error_caused_by(ServiceRequestError("upload connection")), Kind.TRANSIENT),
+        (_asset_error_caused_by(ValueError("bad path")), Kind.TERMINAL),
+        (http_error(400), Kind.TERMINAL),
+        (http_error(401), Kind.AUTH),
+        (http_error(403), Kind.AUTH),
+        (http_error(404), Kind.NOT_FOUND),
+        (http_error(409), Kind.CONFLICT),
+        (label_not_found("env", "latest"), Kind.NOT_FOUND),
+        (
+            ValidationException(
+                message="bad",
+                no_personal_data_message="bad",
+                target=ErrorTarget.JOB,  # type: ignore[arg-type]
+                error_type=ValidationErrorType.INVALID_VALUE,
+            ),
+            Kind.TERMINAL,
+        ),
+        (MlException(message="client-side", no_personal_data_message="client-side"), Kind.TERMINAL),
+        (RuntimeError("anything else"), Kind.TERMINAL),
+    ],
+)
+def test_classify(exc: BaseException, kind: Kind) -> None:
+    assert classify(exc) is kind
+
+
+def test_translate_names_the_setting_and_strips_diagnostics() -> None:
+    error = translate(
+        http_error(400, "UserError", "Compute x not found\nRequestId:abc Time:now"), action="submit", hint="AML_COMPUTE"
+    )
+    assert isinstance(error, TerminalBackendError)
+    assert "check AML_COMPUTE" in str(error)
+    assert "RequestId" not in str(error)
+    assert isinstance(translate(http_error(503), action="get", hint="x"), TransientBackendError)
+    assert "AML_IDENTITY_MODE" in str(translate(http_error(401), action="get", hint="x"))
+
+
+def test_retry_spends_one_budget_and_chains_the_last_error() -> None:
+    sleeps: list[float] = []
+    errors = [http_error(503, "ServiceUnavailable", str(i)) for i in range(3)]
+
+    def call() -> None:
+        raise errors.pop(0)
+
+    with pytest.raises(TransientBackendError) as caught:
+        with_retry(call, action="get job", hint="x", attempts=3, delay_s=1.0, sleep=sleeps.append)
+    assert sleeps == [1.0, 2.0]
+    assert "2" in str(caught.value.__cause__)
+
+
+def test_retry_does_not_retry_terminal_and_passes_through_on_request() -> None:
+    sleeps: list[float] = []
+    with pytest.raises(TerminalBackendError):
+        with_retry(
+            lambda: (_ for _ in ()).throw(http_error(403)),
+            action="a",
+            hint="h",
+            attempts=3,
+            delay_s=1,
+            sleep=sleeps.append,
+        )
+    with pytest.raises(type(http_error(404))):
+        with_retry(
+            lambda: (_ for _ in ()).throw(http_error(404)),
+            action="a", hint="h", attempts=3, delay_s=1, sleep=sleeps.append, passthrough=frozenset({Kind.NOT_FOUND}),
+        )  # fmt: skip
+    assert sleeps == []
