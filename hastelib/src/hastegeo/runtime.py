@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -74,6 +75,7 @@ def build_runtime(
     *,
     factories: dict[str, Any] | None = None,
     clock: Callable[[], datetime] = utc_now,
+    sleep: Callable[[float], None] = time.sleep,
     ensure_resources: bool = True,
 ) -> Runtime:
     """Wire the pipeline. ``factories`` overrides adapter factories by backend name (tests)."""
@@ -87,7 +89,7 @@ def build_runtime(
     def nudge(job_id: str) -> None:
         queues.send(POLL_QUEUE, JobMessage(job_id=job_id, kind="nudge"))
 
-    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=nudge, clock=clock)
+    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=nudge, clock=clock, sleep=sleep)
     chosen = {**DEFAULT_FACTORIES, **(factories or {})}
     registry = RunnerRegistry(
         [BackendEntry(name, factory) for name, factory in chosen.items()],

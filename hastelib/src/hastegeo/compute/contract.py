@@ -128,6 +128,10 @@ class ComputeBackend(Protocol):
       (node gone, file missing); callers then read the blob copy.
     - ``cancel`` of a finished job is not an error; ``cleanup`` is best-effort
       and never raises for resources that are already gone.
+
+    Optional capability: ``last_unavailable_reason(handle) -> str | None``, the
+    readable reason the provider could not serve the last file asked for; the
+    pipeline shows it in the history when the blob copy was used instead.
     """
 
     name: ClassVar[str]

@@ -52,21 +52,27 @@ class ExecutionService:
             return note
         return None
 
-    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+    def read_output(
+        self, handle: ComputeJobHandle, path: str, on_fallback: Callable[[str], None] | None = None
+    ) -> bytes | None:
         """``path`` (relative to the job's output prefix) from the provider, else from blob.
 
         Returns None when neither copy can be read. A failing fallback is
         logged and returns None; it never replaces the provider's reason.
+        When the blob copy serves and the adapter can say why the provider
+        could not (the optional ``last_unavailable_reason(handle)``
+        capability), ``on_fallback`` receives one readable line about it.
         """
+        adapter = self._adapter(handle.backend)
         provider_error: str | None = None
         try:
-            data = self._adapter(handle.backend).read_output(handle, path)
+            data = adapter.read_output(handle, path)
         except HasteError as exc:
             data, provider_error = None, describe_exception(exc)
         if data is not None:
             return data
         try:
-            return self._read_blob(handle.output.container, handle.output.child(path))
+            data = self._read_blob(handle.output.container, handle.output.child(path))
         except Exception as exc:
             log.warning(
                 "reading %s failed on %s (%s) and from blob (%s)",
@@ -76,6 +82,11 @@ class ExecutionService:
                 describe_exception(exc),
             )
             return None
+        reason_of = getattr(adapter, "last_unavailable_reason", None)
+        reason = provider_error or (reason_of(handle) if callable(reason_of) else None)
+        if data is not None and reason and on_fallback is not None:
+            on_fallback(f"{path} read from blob storage because the compute node could not serve it: {reason}")
+        return data
 
     def _adapter(self, backend: str) -> ComputeBackend:
         return self._registry.get(backend)

@@ -147,7 +147,8 @@ class PollStep:
         deps = self._deps
         assert job.handle is not None
         processor = deps.processors[job.workload]
-        access = self._access(job)
+        notes: list[str] = []
+        access = self._access(job, notes)
         try:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
@@ -161,6 +162,8 @@ class PollStep:
             if current.state is not JobState.POSTPROCESSING:
                 return None
             updated = current
+            for line in dict.fromkeys(notes):  # once each, in order
+                updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="postprocess")
             if last_line:
                 updated = record(updated, now=deps.clock(), limit=self._limit, message=last_line, source="workload")
             if note:
@@ -181,7 +184,7 @@ class PollStep:
 
         deps.store.update(job.id, done)
 
-    def _access(self, job: Job) -> OutputAccess:
+    def _access(self, job: Job, notes: list[str]) -> OutputAccess:
         assert job.handle is not None
         handle = job.handle
         container = self._blobs.get_container_client(handle.output.container)
@@ -199,7 +202,7 @@ class PollStep:
                 return None
 
         return OutputAccess(
-            read=lambda path: self._deps.service.read_output(handle, path),
+            read=lambda path: self._deps.service.read_output(handle, path, notes.append),
             blob_size=blob_size,
             read_blob=read_blob,
         )

@@ -98,13 +98,16 @@ class SubmitStep:
         if job.handle is not None or job.state.terminal:
             return None
         now = self._deps.clock()
-        ids = ", ".join(f"{key}={value}" for key, value in sorted(handle.provider_ids.items()))
+        ids = ", ".join(f"{key}={value}" for key, value in sorted(handle.provider_ids.items()) if key != "notes")
+        # Adapters put what the operator should know about the submission (an
+        # environment created, local code uploaded) in the "notes" id.
+        notes = handle.provider_ids.get("notes")
         target = JobState.RUNNING if job.state is JobState.SUBMITTING else None
         return record(
             job,
             now=now,
             limit=self._deps.settings.pipeline.history_limit,
-            message=f"submitted to {handle.backend} ({ids})",
+            message=f"submitted to {handle.backend} ({ids})" + (f"; {notes}" if notes else ""),
             source=SOURCE,
             state=target,
             handle=handle,

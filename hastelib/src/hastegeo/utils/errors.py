@@ -93,8 +93,7 @@ def describe_exception(exc: BaseException) -> str:
     Project errors that wrap a provider error describe themselves by their message.
     """
     code, message = _code_and_message(exc)
-    message = _TRAILER.sub(" ", message)
-    message = " ".join(message.split())
+    message = readable_message(message)
     line = f"{code}: {message}" if code and message else (code or message)
     if not line:
         line = type(exc).__name__
@@ -102,6 +101,13 @@ def describe_exception(exc: BaseException) -> str:
     if len(line) > _MAX_LEN:
         line = line[: _MAX_LEN - 1] + "…"
     return line
+
+
+def readable_message(text: str) -> str:
+    """A provider message on one line, without its diagnostic trailer or raw response body."""
+    text = text.split("\nContent:", 1)[0].split(" Content: <", 1)[0]
+    text = _TRAILER.sub(" ", text)
+    return " ".join(text.split())
 
 
 def _code_and_message(exc: BaseException) -> tuple[str, str]:

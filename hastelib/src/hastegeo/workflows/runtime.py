@@ -68,10 +68,7 @@ class Workdir:
 
     def params(self) -> dict[str, Any]:
         path = self.root / PARAMS_FILE
-        if path.exists():
-            text = path.read_text(encoding="utf-8")
-        else:
-            text = os.environ.get(PARAMS_VARIABLE, "") or "{}"
+        text = path.read_text(encoding="utf-8") if path.exists() else os.environ.get(PARAMS_VARIABLE, "") or "{}"
         try:
             loaded = json.loads(text)
         except json.JSONDecodeError as exc:

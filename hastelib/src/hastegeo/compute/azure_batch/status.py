@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
+from hastegeo.utils.errors import readable_message
 from hastegeo.utils.redaction import redact
 
 CANCEL_REASON = "HasteCancelled"
@@ -92,7 +93,7 @@ def failure_reason(view: TaskView, stderr_tail: str | None) -> str:
     if view.exit_code not in (None, 0):
         parts.append(f"exit code {view.exit_code}")
     if view.failure_code and view.failure_code.lower() not in _GENERIC_FAILURE_CODES:
-        message = " ".join((view.failure_message or "").split())
+        message = readable_message(view.failure_message or "")
         parts.append(f"{view.failure_code}: {message}" if message else view.failure_code)
     tail = last_lines(stderr_tail) if stderr_tail else ""
     head = "; ".join(parts) or "the task failed"

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from hastegeo.testing.batch_service.faults import Faults
+from hastegeo.utils.errors import describe_exception
 
 _WALL_CLOCK = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 DEFAULT_WALL_CLOCK_S = 7 * 86400.0
@@ -169,7 +170,7 @@ class Engine:
         try:
             self._stage(task.body.get("resourceFiles") or [], workdir)
         except Exception as exc:
-            return None, "BlobDownloadMiscError", f"A resource file could not be downloaded: {exc}"
+            return None, "BlobDownloadMiscError", f"A resource file could not be downloaded: {describe_exception(exc)}"
         preempt = self.faults.take_preemption(job.id)
         env = self._environment(job, task, workdir)
         argv = shlex.split(str(task.body.get("commandLine") or ""))

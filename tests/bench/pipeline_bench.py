@@ -1,0 +1,152 @@
+"""``make bench``: N trivial jobs at once through the HTTP API, beside N plain subprocess runs.
+
+Both sides run the same workload (``python -m hastegeo.workflows.artifacts``
+on one small staged input) at the same concurrency, one after the other in
+the same run, so the ratio is meaningful on a noisy machine.
+
+Reported for the pipeline: jobs/s end to end (first submit → last job
+terminal), submit→start latency (HTTP submit → workload process started) and
+end→terminal latency (workload exited → job succeeded), p50 and p90.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.cli.client import ApiClient
+from hastegeo.cli.stack import LocalStack
+
+WORKLOAD = [sys.executable, "-m", "hastegeo.workflows.artifacts"]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def ts(value: str) -> float:
+    return datetime.fromisoformat(value).timestamp()
+
+
+def run_pipeline(jobs: int, concurrency: int, workdir: Path) -> dict[str, Any]:
+    settings = {
+        "HASTE_LOCAL_SLOTS": str(concurrency),
+        "HASTE_POLL_INITIAL_S": "1",
+        "HASTE_POLL_MAX_S": "5",
+    }
+    with LocalStack(workdir, settings=settings) as stack:
+        blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
+        blobs.get_container_client("haste-inputs").upload_blob("bench/input.txt", b"x" * 1024, overwrite=True)
+        client = ApiClient(stack.base_url, timeout=60)
+        request = {"workload": "artifacts", "projectId": "bench", "inputs": [{"blob": "bench/input.txt"}]}
+        client.submit(request)  # warm-up: imports, containers, queues
+        _wait_all(client, [j["id"] for j in client.list("bench")], 120)
+
+        submitted: dict[str, float] = {}
+
+        def submit_one(i: int) -> None:
+            t = time.time()
+            job = client.submit(request, idempotency_key=f"bench-{i}")
+            submitted[job["id"]] = t
+
+        started = time.time()
+        with ThreadPoolExecutor(max_workers=32) as pool:
+            list(pool.map(submit_one, range(jobs)))
+        accepted_s = time.time() - started
+        finals = _wait_all(client, list(submitted), 600)
+        elapsed = max(ts(j["finishedAt"]) for j in finals) - started
+
+        local_root = workdir / "local" / "jobs"
+        starts, ends = [], []
+        for job in finals:
+            state = local_root / f"haste-{job['id']}" / "state"
+            running = json.loads((state / "running.json").read_text())
+            ended = json.loads((state / "exit.json").read_text())
+            starts.append(ts(running["startedAt"]) - submitted[job["id"]])
+            ends.append(ts(job["finishedAt"]) - ts(ended["endedAt"]))
+        failed = [j["id"] for j in finals if j["state"] != "succeeded"]
+        return {
+            "jobs": jobs,
+            "failed": len(failed),
+            "accept_s": accepted_s,
+            "elapsed_s": elapsed,
+            "jobs_per_s": jobs / elapsed,
+            "start_p50": percentile(starts, 0.5),
+            "start_p90": percentile(starts, 0.9),
+            "end_p50": percentile(ends, 0.5),
+            "end_p90": percentile(ends, 0.9),
+        }
+
+
+def _wait_all(client: ApiClient, ids: list[str], timeout: float) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    pending, done = set(ids), []
+    while pending:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(pending)} jobs did not finish in {timeout}s")
+        for job in client.list("bench", page_size=200):
+            if job["id"] in pending and job["state"] in ("succeeded", "failed", "cancelled"):
+                pending.discard(job["id"])
+                done.append(job)
+        time.sleep(0.2)
+    return done
+
+
+def run_subprocess(jobs: int, concurrency: int, workdir: Path) -> dict[str, Any]:
+    folders = []
+    for i in range(jobs):
+        folder = workdir / f"job{i}"
+        (folder / "inputs").mkdir(parents=True)
+        (folder / "inputs" / "input.txt").write_bytes(b"x" * 1024)
+        folders.append(folder)
+
+    def one(folder: Path) -> float:
+        t = time.time()
+        env = {**os.environ, "HASTE_JOB_WORKDIR": str(folder), "HASTE_PARAMS_JSON": "{}"}
+        subprocess.run(WORKLOAD, env=env, check=True, stdout=subprocess.DEVNULL)
+        return time.time() - t
+
+    started = time.time()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        durations = list(pool.map(one, folders))
+    elapsed = time.time() - started
+    return {"jobs": jobs, "elapsed_s": elapsed, "jobs_per_s": jobs / elapsed, "run_p50": statistics.median(durations)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="haste-bench-") as tmp:
+        base = run_subprocess(args.jobs, args.concurrency, Path(tmp) / "subprocess")
+        pipe = run_pipeline(args.jobs, args.concurrency, Path(tmp) / "pipeline")
+    print(f"\n{args.jobs} trivial artifacts jobs, concurrency {args.concurrency}, {os.cpu_count()} cores\n")
+    print(f"{'':28}{'pipeline':>12}{'subprocess':>12}{'ratio':>8}")
+    print(f"{'jobs/s':28}{pipe['jobs_per_s']:>12.1f}{base['jobs_per_s']:>12.1f}"
+          f"{pipe['jobs_per_s'] / base['jobs_per_s']:>8.2f}")  # fmt: skip
+    print(f"{'wall time (s)':28}{pipe['elapsed_s']:>12.1f}{base['elapsed_s']:>12.1f}")
+    print(f"{'all accepted after (s)':28}{pipe['accept_s']:>12.2f}")
+    print(f"{'submit→start p50 / p90 (ms)':28}{pipe['start_p50'] * 1000:>12.0f}{pipe['start_p90'] * 1000:>12.0f}")
+    print(f"{'end→terminal p50 / p90 (ms)':28}{pipe['end_p50'] * 1000:>12.0f}{pipe['end_p90'] * 1000:>12.0f}")
+    print(f"{'failed jobs':28}{pipe['failed']:>12d}")
+    return 0 if pipe["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The HTTP functions called as the Functions host calls them, with a real runtime on Azurite."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import azure.functions as func
+import pytest
+
+import function_app
+from hastegeo.config import get_settings
+from hastegeo.devhost.azurite import Azurite
+from hastegeo.runtime import get_runtime, reset_runtime
+
+pytestmark = pytest.mark.azurite
+
+# get_functions() validates names each time and refuses a second call: index once.
+INDEXED = function_app.app.get_functions()
+FUNCTIONS = {f.get_function_name(): f.get_user_function() for f in INDEXED}
+
+
+@pytest.fixture
+def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Any) -> Iterator[None]:
+    clean_env.setenv("AzureWebJobsStorage", azurite.connection_string)
+    clean_env.setenv("HASTE_JOBS_CONTAINER", f"jobs-{unique}")
+    clean_env.setenv("HASTE_INPUTS_CONTAINER", f"inputs-{unique}")
+    clean_env.setenv("HASTE_OUTPUTS_CONTAINER", f"outputs-{unique}")
+    clean_env.setenv("HASTE_LOCAL_ROOT", str(tmp_path))
+    clean_env.setenv("HASTE_MAX_BODY_BYTES", "2048")
+    get_settings.cache_clear()
+    reset_runtime()
+    yield
+    for adapter in get_runtime().registry.built().values():
+        getattr(adapter, "close", lambda: None)()
+    reset_runtime()
+    get_settings.cache_clear()
+
+
+def call(name: str, method: str, url: str, body: Any = None, **kwargs: Any) -> tuple[int, Any, func.HttpResponse]:
+    raw = body if isinstance(body, bytes) else (b"" if body is None else json.dumps(body).encode())
+    request = func.HttpRequest(method=method, url=url, body=raw, **kwargs)
+    response = FUNCTIONS[name](request)
+    payload = json.loads(response.get_body() or b"null")
+    return response.status_code, payload, response
+
+
+VALID = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
+
+
+def jobs_stored() -> int:
+    container = get_runtime().blobs.get_container_client(get_runtime().settings.storage.jobs_container)
+    return sum(1 for _ in container.list_blobs(name_starts_with="jobs/"))
+
+
+def submit_queue_depth() -> int:
+    return int(get_runtime().queues.client("jobs-submit").get_queue_properties().approximate_message_count)
+
+
+@pytest.mark.usefixtures("api")
+def test_server_owned_fields_get_a_400_that_names_them() -> None:
+    before = submit_queue_depth()
+    status, body, response = call(
+        "submit_job", "POST", "/api/jobs", {**VALID, "state": "succeeded", "handle": {}, "history": []}
+    )
+    assert status == 400
+    assert response.mimetype == "application/problem+json"
+    assert [e["field"] for e in body["errors"]] == ["handle", "history", "state"]
+    assert jobs_stored() == 0
+    assert submit_queue_depth() == before
+
+
+@pytest.mark.usefixtures("api")
+def test_validation_errors_carry_field_paths() -> None:
+    status, body, _ = call("submit_job", "POST", "/api/jobs", {**VALID, "inputs": [{"blob": "../x"}]})
+    assert status == 400
+    assert body["errors"][0]["field"] == "inputs[0].blob"
+    status, body, _ = call("submit_job", "POST", "/api/jobs", b"{nope")
+    assert status == 400
+    assert body["title"] == "The body is not valid JSON"
+    assert jobs_stored() == 0
+
+
+@pytest.mark.usefixtures("api")
+def test_disabled_backend_is_a_409_with_the_reason() -> None:
+    status, body, _ = call("submit_job", "POST", "/api/jobs", {**VALID, "backend": "azure_batch"})
+    assert status == 409
+    assert "not enabled" in body["detail"]
+    assert jobs_stored() == 0
+
+
+@pytest.mark.usefixtures("api")
+def test_oversized_body_is_a_413() -> None:
+    status, _, _ = call("submit_job", "POST", "/api/jobs", {**VALID, "parameters": {"x": "y" * 4000}})
+    assert status == 413
+    assert jobs_stored() == 0
+
+
+@pytest.mark.usefixtures("api")
+def test_submit_get_list_cancel() -> None:
+    status, job, response = call("submit_job", "POST", "/api/jobs", VALID, headers={"Idempotency-Key": "k1"})
+    assert status == 202
+    assert response.headers["Location"] == f"/api/jobs/{job['id']}"
+    assert job["state"] == "queued"
+    assert "requestFingerprint" not in job
+    status, again, _ = call("submit_job", "POST", "/api/jobs", VALID, headers={"Idempotency-Key": "k1"})
+    assert (status, again["id"]) == (200, job["id"])
+
+    status, fetched, _ = call("get_job", "GET", f"/api/jobs/{job['id']}", route_params={"id": job["id"]})
+    assert (status, fetched["id"]) == (200, job["id"])
+    status, _, _ = call("get_job", "GET", "/api/jobs/nope", route_params={"id": "nope"})
+    assert status == 404
+
+    status, page, _ = call("list_jobs", "GET", "/api/jobs", params={"projectId": "p1"})
+    assert [item["id"] for item in page["items"]] == [job["id"]]
+    status, page, _ = call("list_jobs", "GET", "/api/jobs", params={"projectId": "p1", "state": "running"})
+    assert page["items"] == []
+    status, problem, _ = call("list_jobs", "GET", "/api/jobs", params={"projectId": "p1", "state": "sleeping"})
+    assert (status, problem["errors"][0]["field"]) == (400, "state")
+
+    status, cancelled, _ = call("cancel_job", "POST", f"/api/jobs/{job['id']}/cancel", route_params={"id": job["id"]})
+    assert (status, cancelled["state"]) == (202, "cancelled")
+
+
+@pytest.mark.usefixtures("api")
+def test_backends_health_and_openapi_match_the_routes() -> None:
+    status, backends, _ = call("list_backends", "GET", "/api/backends")
+    assert status == 200
+    assert backends["backends"][0]["name"] == "local"
+    assert "artifacts" in backends["backends"][0]["workloads"]
+    assert call("health", "GET", "/api/health")[1]["status"] == "ok"
+    _, document, _ = call("openapi", "GET", "/api/openapi.json")
+    documented = {(f"/api{path}", method.upper()) for path, item in document["paths"].items() for method in item}
+    served = set()
+    for function in INDEXED:
+        trigger = function.get_trigger().get_dict_repr()
+        if trigger["type"] == "httpTrigger":
+            for method in trigger["methods"]:
+                served.add((f"/api/{trigger['route']}", getattr(method, "value", method)))
+    assert documented == served

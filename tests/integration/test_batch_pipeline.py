@@ -1,0 +1,86 @@
+"""The pipeline on the Azure Batch backend: the real BatchClient against the Batch test service."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from hastegeo.config import load_settings
+from hastegeo.devhost.azurite import Azurite
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import parse_request
+from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.store.queues import JobMessage
+from hastegeo.testing.batch_service import BatchTestService
+
+from .conftest import drive, put_input, request
+
+pytestmark = pytest.mark.azurite
+
+
+@pytest.fixture
+def batch_runtime(azurite: Azurite, unique: str, tmp_path: object) -> Iterator[tuple[Runtime, BatchTestService]]:
+    service = BatchTestService(azurite.connection_string).start()
+    env = {
+        "AzureWebJobsStorage": azurite.connection_string,
+        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        "HASTE_BACKENDS_ENABLED": "azure_batch",
+        "BATCH_ACCOUNT_URL": service.url,
+        "BATCH_AUTH_MODE": "shared_key",
+        "BATCH_ACCOUNT_NAME": service.account_name,
+        "BATCH_ACCOUNT_KEY": service.account_key,
+        "BATCH_POOLS": "artifacts=cpu-pool",
+        "BATCH_IMAGES": "artifacts=haste/geo:1",
+        "BATCH_IDENTITY_RESOURCE_ID": "/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/x",
+    }
+    sleeps: list[float] = []
+    runtime = build_runtime(load_settings(env), sleep=sleeps.append)
+    yield runtime, service
+    for adapter in runtime.registry.built().values():
+        getattr(adapter, "close", lambda: None)()
+    service.stop()
+
+
+def test_node_lost_after_completion_still_succeeds_from_blob(
+    batch_runtime: tuple[Runtime, BatchTestService],
+) -> None:
+    runtime, service = batch_runtime
+    put_input(runtime, "p1/a.txt", b"alpha")
+    job = runtime.acceptor.accept(parse_request(request(backend="azure_batch"))).job
+    service.faults.node_lost_after_completion(not_ready_calls=50)
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    finished = drive(runtime, job.id, timeout=60)
+    assert finished.state is JobState.SUCCEEDED, finished.reason
+    assert {o.name for o in finished.outputs} == {"outputs/artifacts.zip", "outputs/artifacts_manifest.json"}
+    messages = [event.message for event in finished.history]
+    readable = [m for m in messages if "NodeNotReady: Node is not able to perform the requested operations" in m]
+    assert readable, messages
+    text = "\n".join(messages)
+    assert "RequestId" not in text
+    assert "HttpResponseError" not in text
+    assert "<azure" not in text
+
+
+def test_failed_resource_download_is_one_readable_line(batch_runtime: tuple[Runtime, BatchTestService]) -> None:
+    runtime, _ = batch_runtime
+    job = runtime.acceptor.accept(parse_request(request(backend="azure_batch"))).job  # input never uploaded
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    finished = drive(runtime, job.id, timeout=60)
+    assert finished.state is JobState.FAILED
+    assert finished.reason == (
+        "BlobDownloadMiscError: A resource file could not be downloaded: BlobNotFound: The specified blob does not exist."
+    )
+
+
+def test_preempted_task_reruns_and_the_history_says_so(batch_runtime: tuple[Runtime, BatchTestService]) -> None:
+    runtime, service = batch_runtime
+    put_input(runtime, "p1/a.txt", b"alpha")
+    job = runtime.acceptor.accept(parse_request(request(backend="azure_batch"))).job
+    service.faults.preempt(1)
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    finished = drive(runtime, job.id, timeout=60)
+    assert finished.state is JobState.SUCCEEDED, finished.reason
+    assert any("preemption" in event.message for event in finished.history), [e.message for e in finished.history]
