@@ -71,7 +71,8 @@ def test_failed_resource_download_is_one_readable_line(batch_runtime: tuple[Runt
     finished = drive(runtime, job.id, timeout=60)
     assert finished.state is JobState.FAILED
     assert finished.reason == (
-        "BlobDownloadMiscError: A resource file could not be downloaded: BlobNotFound: The specified blob does not exist."
+        "BlobDownloadMiscError: A resource file could not be downloaded: "
+        "BlobNotFound: The specified blob does not exist."
     )
 
 

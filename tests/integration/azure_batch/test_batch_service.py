@@ -70,15 +70,15 @@ def test_file_listing_pages_by_next_link(rig: Rig) -> None:
 
 def test_unsigned_and_badly_signed_requests_are_refused(rig: Rig) -> None:
     with pytest.raises(HTTPError) as raised:
-        urllib.request.urlopen(f"{rig.service.url}/jobs/x?api-version=2025-06-01", timeout=5)  # noqa: S310
+        urllib.request.urlopen(f"{rig.service.url}/jobs/x?api-version=2025-06-01", timeout=5)
     assert raised.value.code == 401
     assert b'"code": "AuthenticationFailed"' in raised.value.read()
-    request = urllib.request.Request(  # noqa: S310 - loopback http
+    request = urllib.request.Request(
         f"{rig.service.url}/jobs/x?api-version=2025-06-01",
         headers={"Authorization": f"SharedKey {rig.service.account_name}:AAAA"},
     )
     with pytest.raises(HTTPError) as forged:
-        urllib.request.urlopen(request, timeout=5)  # noqa: S310
+        urllib.request.urlopen(request, timeout=5)
     assert forged.value.code == 403
 
 
@@ -95,7 +95,7 @@ def test_runs_as_a_module_and_stops_on_sigterm() -> None:
         assert first.startswith("BATCH_ACCOUNT_URL=http://127.0.0.1:")
         url = first.strip().split("=", 1)[1]
         with pytest.raises(HTTPError) as raised:
-            urllib.request.urlopen(f"{url}/jobs?api-version=2025-06-01", timeout=5)  # noqa: S310
+            urllib.request.urlopen(f"{url}/jobs?api-version=2025-06-01", timeout=5)
         assert raised.value.code == 401
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

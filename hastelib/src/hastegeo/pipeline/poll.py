@@ -13,6 +13,7 @@ the chain keeps polling with backoff, and only the job's deadline fails it.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
@@ -24,7 +25,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, record
 from hastegeo.processors.base import OutputAccess, PostprocessError
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
-from hastegeo.utils.errors import HasteError, TransientBackendError, describe_exception
+from hastegeo.utils.errors import HasteError, TerminalBackendError, describe_exception
 
 log = logging.getLogger(__name__)
 SOURCE = "poll"
@@ -51,12 +52,13 @@ class PollStep:
             return
         try:
             status = deps.service.status(job.handle)
-        except TransientBackendError as exc:
-            self._note(job, f"status check failed, will retry: {describe_exception(exc)}", chain)
+        except TerminalBackendError as exc:
+            self._fail(job, f"lost track of the provider job: {describe_exception(exc)}")
             return
         except HasteError as exc:
-            cause = describe_exception(exc)
-            self._fail(job, f"lost track of the provider job: {cause}")
+            # Transient errors, and a backend that cannot start right now (a
+            # settings fix may bring it back): keep polling until the deadline.
+            self._note(job, f"status check failed, will retry: {describe_exception(exc)}", chain)
             return
         if not status.state.terminal:
             if job.state is JobState.CANCEL_REQUESTED:
@@ -243,6 +245,10 @@ class PollStep:
         return self._deps.settings.pipeline.history_limit
 
 
+_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?\s+")
+
+
 def _last_line(data: bytes) -> str | None:
+    """The progress log's last line, without its timestamp (the event has its own)."""
     lines = [line.strip() for line in data.decode("utf-8", errors="replace").splitlines() if line.strip()]
-    return lines[-1] if lines else None
+    return _STAMP.sub("", lines[-1]) if lines else None

@@ -28,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,6 +160,6 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def write_json(path: Path, document: dict[str, Any]) -> None:
     """Atomic: a reader sees the old document or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     temporary.write_text(json.dumps(document), encoding="utf-8")
     temporary.replace(path)

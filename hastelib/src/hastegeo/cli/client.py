@@ -1,0 +1,114 @@
+"""A small HTTP client for the haste-compute API (standard library only).
+
+The CLI uses it; so do the demo and the benchmark. It raises
+:class:`ApiError` carrying the problem+json body, so callers can show the
+server's words rather than a status code.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        title = body.get("title") or f"HTTP {status}"
+        detail = body.get("detail")
+        errors = "; ".join(f"{e.get('field')}: {e.get('message')}" for e in body.get("errors") or [])
+        super().__init__(" - ".join(part for part in (f"{status} {title}", detail, errors) if part))
+        self.status = status
+        self.body = body
+
+
+@dataclass
+class ApiClient:
+    base_url: str
+    function_key: str | None = None
+    timeout: float = 30.0
+
+    def request(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        data = None if body is None else json.dumps(body).encode()
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if data is not None:
+            all_headers["Content-Type"] = "application/json"
+        if self.function_key:
+            all_headers["x-functions-key"] = self.function_key
+        url = self.base_url.rstrip("/") + path
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"not an http(s) URL: {url}")
+        req = urllib.request.Request(url, data=data, method=method, headers=all_headers)  # noqa: S310
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as response:  # noqa: S310
+                payload = response.read()
+                return response.status, json.loads(payload or b"{}"), dict(response.headers)
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                problem = json.loads(raw)
+            except ValueError:
+                problem = {"title": raw.decode(errors="replace")[:200]}
+            raise ApiError(exc.code, problem) from None
+
+    def submit(self, request: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self.request("POST", "/api/jobs", request, headers)[1]
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/jobs/{urllib.parse.quote(job_id)}")[1]
+
+    def list(self, project_id: str, state: str | None = None, page_size: int = 50) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            query = {"projectId": project_id, "pageSize": str(page_size)}
+            if state:
+                query["state"] = state
+            if token:
+                query["continuationToken"] = token
+            page = self.request("GET", "/api/jobs?" + urllib.parse.urlencode(query))[1]
+            yield from page.get("items", [])
+            token = page.get("continuationToken")
+            if not token:
+                return
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        return self.request("POST", f"/api/jobs/{urllib.parse.quote(job_id)}/cancel")[1]
+
+    def health(self) -> dict[str, Any]:
+        return self.request("GET", "/api/health")[1]
+
+    def watch(
+        self,
+        job_id: str,
+        on_event: Callable[[dict[str, Any]], None],
+        *,
+        interval: float = 0.25,
+        timeout: float = 600.0,
+    ) -> dict[str, Any]:
+        """Follow a job until it ends, calling ``on_event`` once per new history event."""
+        seen = 0
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get(job_id)
+            history = job.get("history", [])
+            folded = job.get("historyFolded", 0)
+            # Events beyond the kept head are renumbered when folding; track by count.
+            total = len(history) + folded
+            for event in history[max(0, len(history) - (total - seen)) :] if total > seen else []:
+                on_event(event)
+            seen = total
+            if job.get("state") in TERMINAL:
+                return job
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job_id} is still {job.get('state')} after {timeout:.0f}s")
+            time.sleep(interval)

@@ -1,0 +1,210 @@
+"""``haste``: submit, follow and cancel jobs; run the development stack and the demo.
+
+Client commands talk to the HTTP API (``--url``, default ``$HASTE_API_URL``
+or the development host's address), so they work the same against a
+deployed Function App.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hastegeo.cli.client import ApiClient, ApiError
+
+DEFAULT_URL = "http://127.0.0.1:7071"
+EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 3}
+
+
+def _client(args: argparse.Namespace) -> ApiClient:
+    return ApiClient(args.url, function_key=os.environ.get("HASTE_FUNCTION_KEY") or None)
+
+
+def print_event(event: dict[str, Any]) -> None:
+    at = str(event.get("at", ""))[11:19]
+    print(f"  {at}  {event.get('state', ''):<16} {event.get('source', ''):<12} {event.get('message', '')}", flush=True)
+
+
+def print_job(job: dict[str, Any]) -> None:
+    print(f"job {job['id']}  {job['workload']}  on {job['backend']}  state: {job['state']}")
+    if job.get("reason"):
+        print(f"  reason: {job['reason']}")
+    for output in job.get("outputs", []):
+        print(f"  output: {output['blob']}  ({output['size']} bytes)")
+
+
+def _parse_inputs(values: Sequence[str]) -> list[dict[str, str]]:
+    inputs = []
+    for value in values:
+        kind, sep, ref = value.partition(":")
+        if not sep or kind not in ("blob", "job"):
+            raise SystemExit(f"--input takes blob:<name> or job:<id>, not {value!r}")
+        inputs.append({"blob": ref} if kind == "blob" else {"jobId": ref})
+    return inputs
+
+
+def _parse_params(values: Sequence[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for value in values:
+        key, sep, raw = value.partition("=")
+        if not sep:
+            raise SystemExit(f"--param takes key=value (value may be JSON), not {value!r}")
+        try:
+            params[key] = json.loads(raw)
+        except ValueError:
+            params[key] = raw
+    return params
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    if args.file:
+        request = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    else:
+        if not (args.workload and args.project):
+            raise SystemExit("submit needs --workload and --project (or --file)")
+        request = {
+            "workload": args.workload,
+            "projectId": args.project,
+            "inputs": _parse_inputs(args.input),
+            "parameters": _parse_params(args.param),
+        }
+        if args.backend:
+            request["backend"] = args.backend
+    job = _client(args).submit(request, idempotency_key=args.idempotency_key)
+    print(job["id"])
+    if args.watch:
+        return _watch(args, job["id"])
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    job = _client(args).get(args.job_id)
+    if args.json:
+        print(json.dumps(job, indent=2))
+    else:
+        print_job(job)
+        for event in job.get("history", []):
+            print_event(event)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for count, job in enumerate(_client(args).list(args.project, state=args.state), start=1):
+        print(f"{job['id']}  {job['workload']:<10} {job['backend']:<12} {job['state']:<16} {job['createdAt']}")
+        if count >= args.limit:
+            break
+    return 0
+
+
+def _watch(args: argparse.Namespace, job_id: str) -> int:
+    job = _client(args).watch(job_id, print_event, timeout=args.timeout)
+    print_job(job)
+    return EXIT_CODES.get(job["state"], 1)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    return _watch(args, args.job_id)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    job = _client(args).cancel(args.job_id)
+    print(f"{job['id']}: {job['state']}")
+    return 0
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    from hastegeo.cli.stack import LocalStack, repo_root
+
+    workdir = repo_root() / ".haste" / "dev"
+    with LocalStack(workdir, port=args.port, in_memory=False) as stack:
+        print(f"Azurite blob {stack.azurite.blob_url} queue {stack.azurite.queue_url}")
+        print(f"Functions host at {stack.base_url}/api  (log: {workdir / 'host.log'}); Ctrl-C stops")
+        try:
+            while stack.host is not None and stack.host.process is not None and stack.host.process.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            print("stopping")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from hastegeo.cli.demo import run_demo
+
+    return run_demo(backend=args.backend, keep=args.keep)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="haste", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--url", default=os.environ.get("HASTE_API_URL", DEFAULT_URL), help="API base URL")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    submit = commands.add_parser("submit", help="submit a job")
+    submit.add_argument("--file", help="a JSON job request")
+    submit.add_argument("--workload", choices=["imagery", "training", "inference", "embedding", "artifacts"])
+    submit.add_argument("--project")
+    submit.add_argument("--backend", choices=["auto", "local", "azure_batch", "azure_ml"])
+    submit.add_argument("--input", action="append", default=[], help="blob:<name> or job:<id> (repeatable)")
+    submit.add_argument("--param", action="append", default=[], help="key=value, value may be JSON (repeatable)")
+    submit.add_argument("--idempotency-key", help="retrying with the same key returns the same job")
+    submit.add_argument("--watch", action="store_true", help="follow the job until it ends")
+    submit.add_argument("--timeout", type=float, default=3600)
+    submit.set_defaults(handler=cmd_submit)
+
+    get = commands.add_parser("get", help="show a job and its status history")
+    get.add_argument("job_id")
+    get.add_argument("--json", action="store_true")
+    get.set_defaults(handler=cmd_get)
+
+    listing = commands.add_parser("list", help="list a project's jobs, newest first")
+    listing.add_argument("--project", required=True)
+    listing.add_argument("--state")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.set_defaults(handler=cmd_list)
+
+    watch = commands.add_parser("watch", help="follow a job until it ends; exit 0 only if it succeeded")
+    watch.add_argument("job_id")
+    watch.add_argument("--timeout", type=float, default=3600)
+    watch.set_defaults(handler=cmd_watch)
+
+    cancel = commands.add_parser("cancel", help="cancel a job")
+    cancel.add_argument("job_id")
+    cancel.set_defaults(handler=cmd_cancel)
+
+    dev = commands.add_parser("dev", help="run Azurite and the development Functions host until Ctrl-C")
+    dev.add_argument("--port", type=int, default=7071)
+    dev.set_defaults(handler=cmd_dev)
+
+    demo = commands.add_parser("demo", help="start the embedded stack and run a real job end to end")
+    demo.add_argument("--backend", default="local", choices=["local", "azure_batch", "azure_ml"])
+    demo.add_argument("--keep", action="store_true", help="keep the demo's working folder")
+    demo.set_defaults(handler=cmd_demo)
+
+    try:
+        from hastegeo.cli import aml
+    except ImportError:
+        pass
+    else:
+        aml.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except ApiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except TimeoutError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+
+
+if __name__ == "__main__":
+    sys.exit(main())

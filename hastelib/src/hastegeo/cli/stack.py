@@ -1,0 +1,178 @@
+"""The embedded stack: Azurite, plus the development Functions host in its own process.
+
+The host runs as a separate process (``python -m hastegeo.devhost``) so it
+can be stopped, killed and restarted like a real Functions host, while
+Azurite and the local backend's job folders carry the state across.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+from hastegeo.devhost.azurite import Azurite
+
+HOST_START_TIMEOUT_S = 60.0
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The folder holding ``function_app.py`` (the current folder or a parent)."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "function_app.py").exists() and (folder / "host.json").exists():
+            return folder
+    raise FileNotFoundError("function_app.py not found here or in a parent folder; run from the repository")
+
+
+def _csv(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class HostProcess:
+    """One development host process serving ``function_app:app``."""
+
+    def __init__(self, root: Path, env: dict[str, str], port: int, log_path: Path, lease_seconds: int = 30) -> None:
+        self.lease_seconds = lease_seconds
+        self.root = root
+        self.env = env
+        self.port = port
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> HostProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "hastegeo.devhost",
+                "--app",
+                "function_app:app",
+                "--port",
+                str(self.port),
+                "--lease-seconds",
+                str(self.lease_seconds),
+                # The platform answers CORS from the Function App's settings; so does the development host.
+                *(f"--cors-origin={origin}" for origin in _csv(self.env.get("HASTE_CORS_ALLOWED_ORIGINS", ""))),
+            ],
+            cwd=self.root,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + HOST_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the development host exited during start-up; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/api/health", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        return self
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"the development host did not answer within {HOST_START_TIMEOUT_S:.0f}s")
+
+    def stop(self, timeout: float = 15.0) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would: nothing gets to clean up."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+class LocalStack:
+    """Azurite + the development host, configured through environment variables only."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        settings: dict[str, str] | None = None,
+        port: int | None = None,
+        root: Path | None = None,
+        in_memory: bool = True,
+        lease_seconds: int = 30,
+    ) -> None:
+        self.lease_seconds = lease_seconds
+        self.workdir = workdir
+        self.root = root or repo_root()
+        self.azurite = Azurite(in_memory=in_memory, location=None if in_memory else str(workdir / "azurite"))
+        self.extra = settings or {}
+        self.port = port or free_port()
+        self.host: HostProcess | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        # Settings from the caller's environment pass through, except storage, which is this stack's Azurite.
+        env = {key: value for key, value in os.environ.items() if not key.startswith("AzureWebJobs")}
+        env.update(
+            {
+                "AzureWebJobsStorage": self.azurite.connection_string,
+                "HASTE_LOCAL_ROOT": str(self.workdir / "local"),
+                "PYTHONUNBUFFERED": "1",
+                **self.extra,
+            }
+        )
+        return env
+
+    @property
+    def base_url(self) -> str:
+        assert self.host is not None
+        return self.host.base_url
+
+    def start(self) -> LocalStack:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if not self.azurite.blob_url:
+            self.azurite.start()
+        self.start_host()
+        return self
+
+    def start_host(self) -> HostProcess:
+        self.host = HostProcess(self.root, self.env, self.port, self.workdir / "host.log", self.lease_seconds).start()
+        return self.host
+
+    def stop(self) -> None:
+        if self.host is not None:
+            self.host.stop()
+        self.azurite.stop()
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

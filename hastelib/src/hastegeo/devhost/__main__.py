@@ -1,0 +1,86 @@
+"""``python -m hastegeo.devhost``: run the Functions app locally until Ctrl-C / SIGTERM.
+
+Stands in for ``func start`` (Core Tools cannot be installed here). It does
+not start storage: start Azurite first and export the app settings. From a
+shell, with Azurite on its default ports (10000 blob, 10001 queue)::
+
+    npx azurite --skipApiVersionCheck --disableTelemetry --inMemoryPersistence &
+    export AzureWebJobsStorage=UseDevelopmentStorage=true
+    python -m hastegeo.devhost --app function_app:app --port 7071 --host-json host.json
+
+From Python (ports picked by the OS), use ``hastegeo.devhost.azurite.Azurite``
+and ``hastegeo.devhost.host.DevHost`` together; see the ``host`` module.
+
+It prints the base URL (``http://127.0.0.1:7071``) on stdout once serving,
+logs to stderr, and stops gracefully on SIGINT / SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from hastegeo.devhost.functions import DevHostError
+from hastegeo.devhost.host import DevHost
+from hastegeo.devhost.hostjson import HostJsonError
+from hastegeo.devhost.http_server import DEFAULT_MAX_BODY_BYTES
+from hastegeo.devhost.queue_driver import DriverOptions
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m hastegeo.devhost", description=__doc__.splitlines()[0])
+    parser.add_argument("--app", default="function_app:app", help="module:attribute of the FunctionApp")
+    parser.add_argument("--app-dir", default=".", help="directory put first on sys.path (the app's root)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    parser.add_argument("--port", type=int, default=7071, help="HTTP port; 0 picks a free one")
+    parser.add_argument("--host-json", default=None, help="host.json path (default: <app-dir>/host.json if present)")
+    parser.add_argument("--cors-origin", action="append", default=[], help="allowed CORS origin (repeat; '*' = any)")
+    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    parser.add_argument("--lease-seconds", type=int, default=DriverOptions.lease_seconds)
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # azure-core logs every storage request at INFO; a poller would flood the console.
+    logging.getLogger("azure").setLevel(max(logging.WARNING, logging.getLogger().level))
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    host = DevHost(
+        args.app,
+        app_dir=args.app_dir,
+        host_json=args.host_json,
+        host=args.host,
+        port=args.port,
+        cors_allowed_origins=args.cors_origin,
+        max_body_bytes=args.max_body_bytes,
+        driver_options=DriverOptions(lease_seconds=args.lease_seconds),
+    )
+    try:
+        host.start()
+    except (DevHostError, HostJsonError) as exc:
+        print(f"devhost: {exc}", file=sys.stderr)
+        return 2
+    print(host.base_url, flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        host.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

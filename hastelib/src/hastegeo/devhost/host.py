@@ -1,0 +1,183 @@
+"""The development Functions host: one object that runs a FunctionApp's HTTP and queue triggers.
+
+Azure Functions Core Tools cannot be installed here, so this is what runs
+the same ``function_app:app`` locally, against Azurite: it serves the HTTP
+triggers (``http_server``) and drives each queue trigger (``queue_driver``)
+with the semantics host.json declares. It starts no storage itself; the
+caller starts Azurite and sets the app settings first::
+
+    from hastegeo.devhost.azurite import Azurite
+    from hastegeo.devhost.host import DevHost
+
+    with Azurite(in_memory=True) as azurite:
+        os.environ["AzureWebJobsStorage"] = azurite.connection_string
+        with DevHost("function_app:app", host_json="host.json", port=7071) as host:
+            print(host.api_url)  # http://127.0.0.1:7071/api
+            ...
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from hastegeo.devhost.cors import CorsPolicy
+from hastegeo.devhost.functions import AppFunctions, FunctionRegistry, discover, load_app
+from hastegeo.devhost.hostjson import HostConfig, load_host_config
+from hastegeo.devhost.http_server import DEFAULT_MAX_BODY_BYTES, DevHttpServer
+from hastegeo.devhost.outputs import OutputSender
+from hastegeo.devhost.queue_driver import DriverOptions, QueueDriver
+from hastegeo.devhost.storage import QueueClients, resolve_connection
+
+log = logging.getLogger(__name__)
+
+
+class DevHost:
+    """Run a FunctionApp's HTTP and queue triggers locally.
+
+    ``app``: a ``"module:attribute"`` path (imported with ``app_dir`` first on
+    sys.path) or an already-built FunctionApp. ``host_json``: a path, a parsed
+    ``HostConfig``, or None for ``<app_dir or cwd>/host.json`` when it exists
+    (else the Functions defaults). ``environ``: where app settings (connection
+    strings) are read, at ``start()``; defaults to ``os.environ``.
+    ``port=0`` picks a free port; see ``base_url``/``api_url``.
+    """
+
+    def __init__(
+        self,
+        app: str | FunctionRegistry = "function_app:app",
+        *,
+        app_dir: str | Path | None = None,
+        host_json: str | Path | HostConfig | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        cors_allowed_origins: Sequence[str] | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        environ: Mapping[str, str] | None = None,
+        driver_options: DriverOptions | None = None,
+        serve_http: bool = True,
+        run_queues: bool = True,
+    ) -> None:
+        self._app = app
+        self._app_dir = Path(app_dir) if app_dir is not None else None
+        self._host_json = host_json
+        self._bind = (host, port)
+        self._cors = CorsPolicy.from_origins(cors_allowed_origins)
+        self._max_body = max_body_bytes
+        self._environ = environ if environ is not None else os.environ
+        self._driver_options = driver_options or DriverOptions()
+        self._serve_http = serve_http
+        self._run_queues = run_queues
+        self._clients = QueueClients()
+        self._http: DevHttpServer | None = None
+        self._drivers: list[QueueDriver] = []
+        self.config = HostConfig()
+        self.functions = AppFunctions()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> DevHost:
+        """Load the app, then start queue pollers and the HTTP server. Raises DevHostError / HostJsonError."""
+        self.config = self._load_config()
+        registry = load_app(self._app, self._app_dir) if isinstance(self._app, str) else self._app
+        self.functions = discover(registry)
+        outputs = OutputSender(self._clients, self._environ, self.config.queues.message_encoding, self.wake)
+        if self._run_queues:
+            for function in self.functions.queues:
+                connection = resolve_connection(function.connection, self._environ)
+                self._drivers.append(
+                    QueueDriver(function, self.config.queues, connection, self._clients, outputs, self._driver_options)
+                )
+        if self._serve_http:
+            self._http = DevHttpServer(
+                self.functions.http,
+                route_prefix=self.config.route_prefix,
+                host=self._bind[0],
+                port=self._bind[1],
+                cors=self._cors,
+                max_body_bytes=self._max_body,
+                outputs=outputs,
+            )
+        try:
+            for driver in self._drivers:
+                driver.start()
+            if self._http is not None:
+                self._http.start()
+        except BaseException:
+            self.stop(timeout=1.0)
+            raise
+        self._log_started()
+        return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop fetching, let running functions finish (up to ``DriverOptions.stop_grace``), release the rest,
+        stop HTTP. Returns within about ``timeout`` seconds (default: the grace period + 1 s)."""
+        budget = timeout if timeout is not None else self._driver_options.stop_grace + 1.0
+        deadline = time.monotonic() + budget
+        for driver in self._drivers:
+            driver.begin_stop()
+        if self._http is not None:
+            self._http.stop()
+            self._http = None
+        grace_end = min(deadline, time.monotonic() + self._driver_options.stop_grace)
+        for driver in self._drivers:
+            driver.finish_stop(grace_end)
+        self._drivers = []
+        self._clients.close()
+
+    def __enter__(self) -> DevHost:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- use -------------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` of the HTTP server (RuntimeError before start or with serve_http=False)."""
+        if self._http is None:
+            raise RuntimeError("the HTTP server is not running")
+        return self._http.base_url
+
+    @property
+    def api_url(self) -> str:
+        """``base_url`` plus the route prefix, e.g. ``http://127.0.0.1:7071/api``."""
+        prefix = self.config.route_prefix
+        return f"{self.base_url}/{prefix}" if prefix else self.base_url
+
+    def wake(self, queue_name: str) -> None:
+        """Poll ``queue_name`` now instead of after the current back-off (no-op for queues not driven here)."""
+        for driver in self._drivers:
+            if driver.queue_name == queue_name:
+                driver.wake()
+
+    def in_flight(self, queue_name: str) -> int:
+        """Messages of ``queue_name`` being processed right now."""
+        return sum(d.in_flight for d in self._drivers if d.queue_name == queue_name)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _load_config(self) -> HostConfig:
+        if isinstance(self._host_json, HostConfig):
+            return self._host_json
+        if self._host_json is not None:
+            return load_host_config(self._host_json)
+        default = (self._app_dir or Path.cwd()) / "host.json"
+        return load_host_config(default if default.exists() else None)
+
+    def _log_started(self) -> None:
+        keyed = [f.name for f in self.functions.http if f.auth_level != "anonymous"]
+        if keyed and self._http is not None:
+            log.info("function keys are not enforced by the development host (like Core Tools): %s", ", ".join(keyed))
+        for function in self.functions.http if self._http is not None else ():
+            methods = ",".join(function.methods) if function.methods else "*"
+            log.info("http  %s [%s] %s/%s", function.name, methods, self.api_url, function.route)
+        for driver in self._drivers:
+            log.info("queue %s <- %s", driver.function.name, driver.queue_name)

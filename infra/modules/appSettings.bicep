@@ -1,0 +1,216 @@
+// The ONE list of the Functions app's settings. Nothing else in infra/ emits an app setting.
+//
+// .github/scripts/check_drift.py reads this file and compares it with the settings the code
+// declares (hastegeo.config) and the variables .github/workflows/deploy.yml passes. Keep it
+// easy to read for both people and that script:
+//   - one `NAME: expression` per line inside the three objects at the end;
+//   - an expression uses only this file's parameters and vars, string literals, `==`/`!=`,
+//     `&&`/`||`, `cond ? a : b` and empty();
+//   - a parameter that must never be empty carries @minLength(1) or @allowed([...]): the
+//     check evaluates every expression for every value a parameter can take, and fails if a
+//     setting the code needs (always, or in some AML_MODE) can come out empty.
+// No keys, connection strings or listKeys() here: the app reaches everything with its identity.
+//
+// operatorSettings: chosen by the operator. main.bicepparam reads each from the environment
+//   variable of the same name; deploy.yml maps each from the GitHub Environment.
+// derivedSettings: values of resources this deployment creates; never read from the environment.
+// platformSettings: read by the Functions host, not by hastegeo.
+
+// ---- operator choices ----
+
+@description('App setting HASTE_JOBS_CONTAINER; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteJobsContainer string
+@description('App setting HASTE_OUTPUTS_CONTAINER; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteOutputsContainer string
+@description('App setting HASTE_INPUTS_CONTAINER; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteInputsContainer string
+@description('App setting HASTE_BACKENDS_ENABLED; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteBackendsEnabled string
+@description('App setting HASTE_DEFAULT_BACKEND; its meaning is in docs/deploy.md.')
+@allowed([
+  'auto'
+  'local'
+  'azure_batch'
+  'azure_ml'
+])
+param hasteDefaultBackend string
+@description('App setting HASTE_BACKEND_WEIGHTS; its meaning is in docs/deploy.md.')
+param hasteBackendWeights string
+@description('App setting HASTE_POLL_INITIAL_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hastePollInitialS string
+@description('App setting HASTE_POLL_MAX_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hastePollMaxS string
+@description('App setting HASTE_POLL_BACKOFF; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hastePollBackoff string
+@description('App setting HASTE_QUEUED_DEADLINE_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteQueuedDeadlineS string
+@description('App setting HASTE_RUN_DEADLINE_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteRunDeadlineS string
+@description('App setting HASTE_HISTORY_LIMIT; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteHistoryLimit string
+@description('App setting HASTE_MAX_BODY_BYTES; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteMaxBodyBytes string
+@description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
+param hasteCorsAllowedOrigins string
+@description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param batchRetentionS string
+@description('App setting BATCH_REQUEST_TIMEOUT_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param batchRequestTimeoutS string
+@description('App setting BATCH_RETRY_ATTEMPTS; its meaning is in docs/deploy.md.')
+@minLength(1)
+param batchRetryAttempts string
+@description('App setting BATCH_RETRY_BACKOFF_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param batchRetryBackoffS string
+@description('App setting BATCH_RETRY_MAX_WAIT_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param batchRetryMaxWaitS string
+@description('App setting BATCH_TERMINATE_WAIT_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param batchTerminateWaitS string
+@description('App setting AML_MODE; its meaning is in docs/deploy.md.')
+@allowed([
+  'Existing'
+  'Create'
+  'Disabled'
+])
+param amlMode string
+@description('App setting AML_SUBSCRIPTION_ID, resolved by main.bicep (never empty).')
+@minLength(1)
+param amlSubscriptionId string
+@description('App setting AML_RESOURCE_GROUP, resolved by main.bicep (never empty).')
+@minLength(1)
+param amlResourceGroup string
+@description('App setting AML_WORKSPACE, resolved by main.bicep (never empty).')
+@minLength(1)
+param amlWorkspace string
+@description('App setting AML_IDENTITY_MODE; its meaning is in docs/deploy.md.')
+@allowed([
+  'managed_identity'
+  'default'
+])
+param amlIdentityMode string
+@description('App setting AML_COMPUTE; its meaning is in docs/deploy.md.')
+@minLength(1)
+param amlCompute string
+@description('App setting AML_ENVIRONMENT_SOURCE; its meaning is in docs/deploy.md.')
+// build_context is for the CLI on a workstation: the deployed app has no Docker build context.
+@allowed([
+  'image'
+  'registered'
+])
+param amlEnvironmentSource string
+@description('App setting AML_ENVIRONMENT; its meaning is in docs/deploy.md.')
+@minLength(1)
+param amlEnvironment string
+@description('App setting AML_IMAGE; its meaning is in docs/deploy.md.')
+param amlImage string
+@description('App setting AML_BUILD_CONTEXT; its meaning is in docs/deploy.md.')
+param amlBuildContext string
+@description('App setting AML_DOCKERFILE; its meaning is in docs/deploy.md.')
+@minLength(1)
+param amlDockerfile string
+@description('App setting AML_CODE_DIR; its meaning is in docs/deploy.md.')
+param amlCodeDir string
+@description('App setting AML_DATASTORES; its meaning is in docs/deploy.md.')
+param amlDatastores string
+@description('App setting AML_EXPERIMENT; its meaning is in docs/deploy.md.')
+@minLength(1)
+param amlExperiment string
+@description('App setting AML_RETRY_ATTEMPTS; its meaning is in docs/deploy.md.')
+@minLength(1)
+param amlRetryAttempts string
+@description('App setting AML_RETRY_DELAY_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param amlRetryDelayS string
+
+// ---- values of resources this deployment creates (names and ids are never empty) ----
+
+@minLength(3)
+param storageAccountName string
+@minLength(1)
+param batchAccountUrl string
+@minLength(1)
+param batchPools string
+@minLength(1)
+param batchImages string
+@minLength(1)
+param registryLoginServer string
+@minLength(1)
+param poolIdentityId string
+@minLength(1)
+param appInsightsConnectionString string
+
+var amlEnabled = amlMode != 'Disabled'
+
+var operatorSettings = {
+  HASTE_JOBS_CONTAINER: hasteJobsContainer
+  HASTE_OUTPUTS_CONTAINER: hasteOutputsContainer
+  HASTE_INPUTS_CONTAINER: hasteInputsContainer
+  HASTE_BACKENDS_ENABLED: hasteBackendsEnabled
+  HASTE_DEFAULT_BACKEND: hasteDefaultBackend
+  HASTE_BACKEND_WEIGHTS: hasteBackendWeights
+  HASTE_POLL_INITIAL_S: hastePollInitialS
+  HASTE_POLL_MAX_S: hastePollMaxS
+  HASTE_POLL_BACKOFF: hastePollBackoff
+  HASTE_QUEUED_DEADLINE_S: hasteQueuedDeadlineS
+  HASTE_RUN_DEADLINE_S: hasteRunDeadlineS
+  HASTE_HISTORY_LIMIT: hasteHistoryLimit
+  HASTE_MAX_BODY_BYTES: hasteMaxBodyBytes
+  HASTE_CORS_ALLOWED_ORIGINS: hasteCorsAllowedOrigins
+  BATCH_RETENTION_S: batchRetentionS
+  BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS
+  BATCH_RETRY_ATTEMPTS: batchRetryAttempts
+  BATCH_RETRY_BACKOFF_S: batchRetryBackoffS
+  BATCH_RETRY_MAX_WAIT_S: batchRetryMaxWaitS
+  BATCH_TERMINATE_WAIT_S: batchTerminateWaitS
+  AML_MODE: amlMode
+  AML_SUBSCRIPTION_ID: amlEnabled ? amlSubscriptionId : ''
+  AML_RESOURCE_GROUP: amlEnabled ? amlResourceGroup : ''
+  AML_WORKSPACE: amlEnabled ? amlWorkspace : ''
+  AML_IDENTITY_MODE: amlIdentityMode
+  AML_COMPUTE: amlCompute
+  AML_ENVIRONMENT_SOURCE: amlEnvironmentSource
+  AML_ENVIRONMENT: amlEnvironment
+  AML_IMAGE: amlImage
+  AML_BUILD_CONTEXT: amlBuildContext
+  AML_DOCKERFILE: amlDockerfile
+  AML_CODE_DIR: amlCodeDir
+  AML_DATASTORES: amlDatastores
+  AML_EXPERIMENT: amlExperiment
+  AML_RETRY_ATTEMPTS: amlRetryAttempts
+  AML_RETRY_DELAY_S: amlRetryDelayS
+}
+
+var derivedSettings = {
+  AzureWebJobsStorage__accountName: storageAccountName
+  BATCH_ACCOUNT_URL: batchAccountUrl
+  BATCH_AUTH_MODE: 'managed_identity'
+  BATCH_CLIENT_ID: '' // the app calls Batch with its system-assigned identity
+  BATCH_POOLS: batchPools
+  BATCH_IMAGES: batchImages
+  BATCH_REGISTRY: registryLoginServer
+  BATCH_IDENTITY_RESOURCE_ID: poolIdentityId
+  AML_MANAGED_IDENTITY_CLIENT_ID: '' // the app calls Azure ML with its system-assigned identity
+}
+
+var platformSettings = {
+  APPLICATIONINSIGHTS_CONNECTION_STRING: appInsightsConnectionString
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'Authorization=AAD'
+}
+
+@description('Every app setting of the Functions app, name to value.')
+output settings object = union(platformSettings, derivedSettings, operatorSettings)

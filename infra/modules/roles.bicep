@@ -1,0 +1,205 @@
+// Every role assignment in the environment's resource group, least privilege and scoped to
+// the resource (or container) that needs it. No Owner, no Contributor, no keys.
+// Existing-mode Azure ML access lives in amlAccess.bicep (another resource group).
+
+@description('Principal id of the Functions app (system-assigned identity).')
+param functionPrincipalId string
+@description('Principal id of the compute identity (Batch pools, Create-mode Azure ML clusters).')
+param poolPrincipalId string
+param storageAccountName string
+param inputsContainer string
+param outputsContainer string
+param registryName string
+param batchAccountName string
+param appInsightsName string
+@description('Key Vault to grant read access on; empty when none is deployed.')
+param keyVaultName string
+@description('Create-mode workspace; empty in Existing and Disabled modes.')
+param amlWorkspaceName string
+@description('Principal id of the Create-mode workspace identity; empty otherwise.')
+param amlWorkspacePrincipalId string
+
+var role = {
+  storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
+  storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
+  storageBlobDataReader: '2a2b9908-6ea1-4ae2-8e65-a410df84e7d1'
+  storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+  acrPull: '7f951dda-4ed3-4680-a7ca-43fe172d538d'
+  acrPush: '8311e382-0749-4cb8-b61a-304f252e45ec'
+  batchJobSubmitter: '48e5e92e-a480-4e71-aa9c-2778f4c13781'
+  monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
+  keyVaultSecretsUser: '4633458b-17de-408a-b874-0445c86b69e6'
+  azureMLDataScientist: 'f6c7c914-8db3-469d-8ca1-694a8f32e121'
+}
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' existing = {
+  parent: storage
+  name: 'default'
+}
+
+resource inputs 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobService
+  name: inputsContainer
+}
+
+resource outputs 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobService
+  name: outputsContainer
+}
+
+resource registry 'Microsoft.ContainerRegistry/registries@2023-07-01' existing = {
+  name: registryName
+}
+
+resource batch 'Microsoft.Batch/batchAccounts@2024-07-01' existing = {
+  name: batchAccountName
+}
+
+resource insights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: appInsightsName
+}
+
+resource vault 'Microsoft.KeyVault/vaults@2023-07-01' existing = if (!empty(keyVaultName)) {
+  name: keyVaultName
+}
+
+resource workspace 'Microsoft.MachineLearningServices/workspaces@2024-10-01' existing = if (!empty(amlWorkspaceName)) {
+  name: amlWorkspaceName
+}
+
+// Who: the Functions app. Why: the Functions host keeps its leases and keys in blobs of
+// AzureWebJobsStorage and reads the Flex Consumption package; the pipeline reads and writes
+// job documents, inputs and outputs. Microsoft documents Blob Data Owner for identity-based
+// AzureWebJobsStorage.
+resource appBlobOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: storage
+  name: guid(storage.id, functionPrincipalId, role.storageBlobDataOwner)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageBlobDataOwner)
+    principalId: functionPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Functions app. Why: queue triggers read and delete messages of jobs-submit,
+// jobs-poll, jobs-requests and their poison queues; the API and triggers enqueue.
+resource appQueueContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: storage
+  name: guid(storage.id, functionPrincipalId, role.storageQueueDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageQueueDataContributor)
+    principalId: functionPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Functions app. Why: create, read, terminate and delete Batch jobs and tasks over
+// Entra ID; Job Submitter cannot change pools or the account.
+resource appBatchJobSubmitter 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: batch
+  name: guid(batch.id, functionPrincipalId, role.batchJobSubmitter)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.batchJobSubmitter)
+    principalId: functionPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Functions app. Why: send telemetry to Application Insights with Entra auth (local
+// auth is disabled on the component).
+resource appMetricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: insights
+  name: guid(insights.id, functionPrincipalId, role.monitoringMetricsPublisher)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.monitoringMetricsPublisher)
+    principalId: functionPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the compute identity (Batch pool nodes, Azure ML clusters). Why: pull the compute
+// images from the registry; pull only.
+resource poolAcrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: registry
+  name: guid(registry.id, poolPrincipalId, role.acrPull)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.acrPull)
+    principalId: poolPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the compute identity. Why: tasks download their inputs; read-only, this container only.
+resource poolInputsReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: inputs
+  name: guid(inputs.id, poolPrincipalId, role.storageBlobDataReader)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageBlobDataReader)
+    principalId: poolPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the compute identity. Why: tasks upload outputs/** and logs/** when they end (this is
+// how results survive the loss of a node); this container only.
+resource poolOutputsContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: outputs
+  name: guid(outputs.id, poolPrincipalId, role.storageBlobDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageBlobDataContributor)
+    principalId: poolPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Functions app, only when a Key Vault exists. Why: resolve Key Vault references in
+// app settings for the rare secret that cannot be replaced by an identity; read secrets only.
+resource appSecretsUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(keyVaultName)) {
+  scope: vault
+  name: guid(resourceGroup().id, keyVaultName, functionPrincipalId, role.keyVaultSecretsUser)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.keyVaultSecretsUser)
+    principalId: functionPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Functions app, Create mode. Why: submit, read and cancel Azure ML command jobs and
+// register Environments in this workspace; cannot change the workspace or its compute.
+resource appDataScientist 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName)) {
+  scope: workspace
+  name: guid(resourceGroup().id, amlWorkspaceName, functionPrincipalId, role.azureMLDataScientist)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.azureMLDataScientist)
+    principalId: functionPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Create-mode workspace identity. Why: its identity-based datastores read and write
+// blobs of this storage account (shared keys are disabled).
+resource workspaceBlobContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName)) {
+  scope: storage
+  name: guid(storage.id, amlWorkspaceName, role.storageBlobDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageBlobDataContributor)
+    principalId: amlWorkspacePrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Create-mode workspace identity. Why: Azure ML builds and stores Environment images
+// in the workspace registry, which is this one.
+resource workspaceAcrPush 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName)) {
+  scope: registry
+  name: guid(registry.id, amlWorkspaceName, role.acrPush)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.acrPush)
+    principalId: amlWorkspacePrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}

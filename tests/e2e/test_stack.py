@@ -1,0 +1,142 @@
+"""End to end: the development host in its own process, Azurite, real workloads, the HTTP API."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.cli.client import ApiClient, ApiError
+from hastegeo.cli.stack import LocalStack, repo_root
+
+pytestmark = [pytest.mark.azurite, pytest.mark.slow]
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[LocalStack]:
+    settings = {
+        "HASTE_LOCAL_SLOTS": "1",
+        "HASTE_POLL_INITIAL_S": "1",
+        "HASTE_POLL_MAX_S": "2",
+        "HASTE_CORS_ALLOWED_ORIGINS": "https://ui.example",
+    }
+    # A short lease: after a SIGKILL, in-flight messages come back within seconds.
+    with LocalStack(tmp_path, settings=settings, lease_seconds=3) as running:
+        blobs = BlobServiceClient.from_connection_string(running.azurite.connection_string)
+        inputs = blobs.get_container_client("haste-inputs")
+        inputs.create_container()
+        inputs.upload_blob("p1/small.txt", b"small input")
+        # Random bytes do not compress: zipping this takes long enough to be caught mid-run.
+        inputs.upload_blob("p1/large.bin", _random_bytes(24 * 1024 * 1024))
+        yield running
+
+
+def _random_bytes(size: int) -> bytes:
+    import random
+
+    return random.Random(7).randbytes(size)
+
+
+def wait_all(client: ApiClient, ids: list[str], timeout: float = 90) -> dict[str, dict[str, object]]:
+    deadline = time.monotonic() + timeout
+    finals: dict[str, dict[str, object]] = {}
+    while len(finals) < len(ids):
+        if time.monotonic() > deadline:
+            unfinished = {i: client.get(i) for i in ids if i not in finals}
+            lines = {i: (j["state"], [e["message"] for e in j["history"]][-4:]) for i, j in unfinished.items()}
+            raise AssertionError(f"unfinished after {timeout}s: {lines}")
+        for job_id in ids:
+            if job_id not in finals:
+                job = client.get(job_id)
+                if job["state"] in TERMINAL:
+                    finals[job_id] = job
+        time.sleep(0.2)
+    return finals
+
+
+def test_a_job_travels_the_whole_path(stack: LocalStack) -> None:
+    client = ApiClient(stack.base_url)
+    job = client.submit({"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/small.txt"}]})
+    final = wait_all(client, [job["id"]])[job["id"]]
+    assert final["state"] == "succeeded"
+    states = [event["state"] for event in final["history"]]  # type: ignore[index, union-attr]
+    for expected in ("queued", "submitting", "running", "postprocessing", "succeeded"):
+        assert expected in states
+    assert states == sorted(states, key=["queued", "submitting", "running", "postprocessing", "succeeded"].index)
+    with pytest.raises(ApiError) as caught:
+        client.submit({"workload": "artifacts", "projectId": "p1", "state": "succeeded"})
+    assert caught.value.status == 400
+    assert caught.value.body["errors"][0]["field"] == "state"
+
+
+def test_a_killed_host_restarted_mid_job_still_finishes_every_job(stack: LocalStack, tmp_path: Path) -> None:
+    client = ApiClient(stack.base_url)
+    request = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/large.bin"}]}
+    ids = [client.submit(request, idempotency_key=f"kill-{i}")["id"] for i in range(3)]
+    deadline = time.monotonic() + 60
+    while client.get(ids[0])["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert stack.host is not None
+    stack.host.kill()  # SIGKILL: in-flight messages are neither finished nor released
+    stack.start_host()
+    client = ApiClient(stack.base_url)
+    finals = wait_all(client, ids, timeout=120)
+    outcome = {job_id: (job["state"], job.get("reason")) for job_id, job in finals.items()}
+    assert {state for state, _ in outcome.values()} == {"succeeded"}, outcome
+    for job_id in ids:
+        launches = tmp_path / "local" / "jobs" / f"haste-{job_id}" / "state" / "launches.log"
+        assert len(launches.read_text().splitlines()) == 1, job_id  # each workload ran exactly once
+
+
+def test_cancel_through_the_api(stack: LocalStack) -> None:
+    client = ApiClient(stack.base_url)
+    request = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/large.bin"}]}
+    first = client.submit(request, idempotency_key="c1")
+    second = client.submit(request, idempotency_key="c2")  # waits for the single slot
+    client.cancel(second["id"])
+    final = wait_all(client, [first["id"], second["id"]])
+    assert final[first["id"]]["state"] == "succeeded"
+    assert final[second["id"]]["state"] == "cancelled"
+    assert final[second["id"]]["outputs"] == []
+
+
+def test_make_demo_command_succeeds() -> None:
+    """The README's first command, minus the install step (the suite already runs in the venv)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "hastegeo.cli.main", "demo"],
+        cwd=repo_root(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "succeeded" in result.stdout
+    assert "outputs/artifacts.zip" in result.stdout
+
+
+def test_cors_preflight_follows_the_settings(stack: LocalStack) -> None:
+    import urllib.request
+
+    def preflight(origin: str) -> dict[str, str]:
+        request = urllib.request.Request(
+            f"{stack.base_url}/api/jobs",
+            method="OPTIONS",
+            headers={"Origin": origin, "Access-Control-Request-Method": "POST"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return dict(response.headers)
+        except urllib.error.HTTPError as exc:
+            return dict(exc.headers)
+
+    allowed = preflight("https://ui.example")
+    assert allowed.get("Access-Control-Allow-Origin") == "https://ui.example"
+    assert "POST" in allowed.get("Access-Control-Allow-Methods", "")
+    assert "Access-Control-Allow-Origin" not in preflight("https://evil.example")

@@ -1,0 +1,158 @@
+"""The GitHub workflows: schema-valid, clean under zizmor, OIDC-only, pinned, and doing the steps promised.
+
+check-jsonschema validates against its vendored GitHub workflow and Dependabot
+schemas (no download); zizmor runs with --offline. When a tool is not installed the
+test is skipped with the reason, never failed: CI installs both from
+requirements-dev.txt.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.drift.conftest import REPO
+
+WORKFLOWS = REPO / ".github" / "workflows"
+WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml"))
+DEPENDABOT = REPO / ".github" / "dependabot.yml"
+BIN = Path(sys.executable).parent
+
+
+def tool(name: str) -> Path:
+    path = BIN / name
+    if not path.exists():
+        pytest.skip(f"{name} is not installed in this environment (it is pinned in requirements-dev.txt)")
+    return path
+
+
+def load(path: Path) -> dict[str, Any]:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(document, dict)
+    return document
+
+
+def steps(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [step for job in document["jobs"].values() for step in job.get("steps", [])]
+
+
+def test_workflows_exist() -> None:
+    assert {p.name for p in WORKFLOW_FILES} == {"ci.yml", "deploy.yml", "images.yml"}
+
+
+def test_schemas_are_vendored() -> None:
+    """check-jsonschema's builtin schemas ship in the package: validation needs no network."""
+    pytest.importorskip("check_jsonschema")
+    import check_jsonschema
+
+    vendor = Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor"
+    assert (vendor / "github-workflows.json").is_file()
+    assert (vendor / "dependabot.json").is_file()
+
+
+def test_workflows_match_the_github_workflow_schema() -> None:
+    checker = tool("check-jsonschema")
+    result = subprocess.run(
+        [str(checker), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOW_FILES)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_dependabot_matches_its_schema() -> None:
+    checker = tool("check-jsonschema")
+    result = subprocess.run(
+        [str(checker), "--builtin-schema", "vendor.dependabot", str(DEPENDABOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_zizmor_finds_nothing_offline() -> None:
+    zizmor = tool("zizmor")
+    result = subprocess.run(
+        [str(zizmor), "--offline", "--min-severity", "low", "--no-progress", str(REPO / ".github")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_actions_are_pinned_by_commit_and_permissions_are_explicit(path: Path) -> None:
+    document = load(path)
+    for step in steps(document):
+        if "uses" in step:
+            assert re.fullmatch(r"[\w.\-]+/[\w.\-]+@[0-9a-f]{40}", step["uses"]), f"{path.name}: {step['uses']}"
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert step.get("with", {}).get("persist-credentials") is False
+    assert document.get("permissions") == {}, f"{path.name}: default permissions must be none"
+    for name, job in document["jobs"].items():
+        assert "permissions" in job, f"{path.name}: job {name} must declare its permissions"
+
+
+def test_deploy_signs_in_with_oidc_and_stores_no_credentials() -> None:
+    text = (WORKFLOWS / "deploy.yml").read_text(encoding="utf-8")
+    document = load(WORKFLOWS / "deploy.yml")
+    job = document["jobs"]["deploy"]
+    assert job["permissions"]["id-token"] == "write"
+    assert "environment" in job, "settings come from a GitHub Environment"
+    login = next(step for step in job["steps"] if step.get("uses", "").startswith("azure/login@"))
+    assert set(login["with"]) == {"client-id", "tenant-id", "subscription-id"}
+    assert "creds" not in text
+    assert "client-secret" not in text
+    assert "AZURE_CREDENTIALS" not in text
+
+
+def test_deploy_runs_the_promised_steps_in_order() -> None:
+    runs = [step.get("run", "") for step in steps(load(WORKFLOWS / "deploy.yml"))]
+    joined = "\n".join(runs)
+    order = [
+        "check_drift.py",
+        "az deployment sub what-if",
+        "az deployment sub create",
+        "-r requirements.txt",
+        "az functionapp deployment source config-zip",
+        "/api/health",
+    ]
+    positions = [joined.find(needle) for needle in order]
+    assert all(p >= 0 for p in positions), dict(zip(order, positions, strict=True))
+    assert positions == sorted(positions), "drift, what-if, deploy, build, zip deploy, smoke test"
+    assert "--parameters infra/main.bicepparam" in joined
+
+
+def test_ci_runs_make_test_the_drift_check_and_the_workflow_checks() -> None:
+    joined = "\n".join(step.get("run", "") for step in steps(load(WORKFLOWS / "ci.yml")))
+    for needle in ("make test", "check_drift.py", "zizmor --offline", "vendor.github-workflows"):
+        assert needle in joined, needle
+    document: dict[Any, Any] = load(WORKFLOWS / "ci.yml")
+    triggers = document[True]  # YAML 1.1 reads the key `on` as True
+    assert "pull_request" in triggers
+    assert "push" in triggers
+
+
+def test_images_are_built_by_the_registry() -> None:
+    joined = "\n".join(step.get("run", "") for step in steps(load(WORKFLOWS / "images.yml")))
+    assert "az acr build" in joined
+    assert "infra/docker/${IMAGE}/Dockerfile" in joined
+    assert "docker build" not in joined
+    assert "docker push" not in joined
+
+
+def test_dependabot_covers_pip_npm_and_actions() -> None:
+    ecosystems = {update["package-ecosystem"] for update in load(DEPENDABOT)["updates"]}
+    assert {"pip", "npm", "github-actions"} <= ecosystems

@@ -1,0 +1,160 @@
+"""Queue triggers driven from Azurite per host.json: delete, retry, poison, batches, back-off, leases, stop."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import time
+from collections.abc import Callable
+
+import pytest
+from azure.storage.queue import QueueClient
+from devhost_helpers import Running
+
+from hastegeo.devhost.azurite import Azurite
+
+pytestmark = pytest.mark.azurite
+
+
+def _visible(client: QueueClient) -> list[str]:
+    return [m.content for m in client.peek_messages(max_messages=32)]
+
+
+def _eventually(predicate: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def _prefill(azurite: Azurite, bodies: list[dict[str, object]]) -> Callable[[str], None]:
+    def fill(prefix: str) -> None:
+        with QueueClient.from_connection_string(azurite.connection_string, f"{prefix}-work") as client:
+            client.create_queue()
+            for body in bodies:
+                client.send_message(json.dumps(body))
+
+    return fill
+
+
+def _count(client: QueueClient) -> int:
+    return int(client.get_queue_properties().approximate_message_count or 0)
+
+
+def test_a_message_is_processed_once_and_deleted(start_host: Callable[..., Running]) -> None:
+    running = start_host()
+    running.send_work("ok-1", note="é")
+    assert running.recorder.wait_for(lambda r: len(r.of("ok-1")) == 1, timeout=5)
+    (call,) = running.recorder.of("ok-1")
+    assert call.dequeue_count == 1
+    assert json.loads(call.body) == {"key": "ok-1", "note": "é"}
+    assert call.meta["id"]
+    assert call.meta["pop_receipt"]
+    assert call.meta["insertion_time"] < call.meta["expiration_time"]
+    assert _eventually(lambda: _count(running.work) == 0, timeout=3)
+
+
+def test_base64_encoding_decodes_bodies_and_poisons_invalid_ones(start_host: Callable[..., Running]) -> None:
+    running = start_host(queues={"messageEncoding": "base64", "maxDequeueCount": 1})
+    running.work.send_message(base64.b64encode(json.dumps({"key": "b64"}).encode()).decode())
+    running.work.send_message("{not base64}")
+    running.host.wake(f"{running.prefix}-work")
+    assert running.recorder.wait_for(lambda r: len(r.of("b64")) == 1, timeout=5)
+    poison = running.queue(f"{running.prefix}-work-poison")
+    assert _eventually(lambda: _visible(poison) == ["{not base64}"], timeout=5)
+
+
+def test_a_failing_message_is_retried_after_the_visibility_timeout_then_poisoned(
+    start_host: Callable[..., Running],
+) -> None:
+    running = start_host(queues={"maxDequeueCount": 3, "visibilityTimeout": "00:00:01"})
+    running.send_work("bad-1", fail=True)
+    poison = running.queue(f"{running.prefix}-work-poison")
+    assert _eventually(lambda: len(_visible(poison)) == 1, timeout=10)
+    calls = running.recorder.of("bad-1")
+    assert [c.dequeue_count for c in calls] == [1, 2, 3]
+    gaps = [later.at - earlier.at for earlier, later in itertools.pairwise(calls)]
+    assert all(gap >= 0.9 for gap in gaps), gaps
+    assert json.loads(_visible(poison)[0]) == {"key": "bad-1", "fail": True}  # the original text, unchanged
+    assert _eventually(lambda: _count(running.work) == 0, timeout=3)
+
+
+def test_a_message_already_over_the_dequeue_limit_goes_to_poison_without_running(
+    start_host: Callable[..., Running], azurite: Azurite
+) -> None:
+    def over_dequeued(prefix: str) -> None:
+        _prefill(azurite, [{"key": "stale-1"}])(prefix)
+        with QueueClient.from_connection_string(azurite.connection_string, f"{prefix}-work") as client:
+            for _ in range(3):  # each receive counts a dequeue; release it again at once
+                (message,) = list(client.receive_messages(max_messages=1, visibility_timeout=30))
+                client.update_message(message, visibility_timeout=0)
+
+    running = start_host(queues={"maxDequeueCount": 2}, before_start=over_dequeued)
+    poison = running.queue(f"{running.prefix}-work-poison")
+    assert _eventually(lambda: len(_visible(poison)) == 1, timeout=5)
+    assert running.recorder.of("stale-1") == []
+    assert _eventually(lambda: _count(running.work) == 0, timeout=3)
+
+
+def test_a_batch_runs_concurrently_up_to_batch_size(start_host: Callable[..., Running], azurite: Azurite) -> None:
+    bodies: list[dict[str, object]] = [{"key": f"b{i}", "sleep": 0.4} for i in range(8)]
+    started = time.monotonic()
+    running = start_host(queues={"batchSize": 4, "newBatchThreshold": 0}, before_start=_prefill(azurite, bodies))
+    assert running.recorder.wait_for(lambda r: len(r.calls) == 8 and r.running == 0, timeout=5)
+    assert running.recorder.peak == 4
+    assert time.monotonic() - started < 2.5  # two waves of 0.4 s, not eight
+
+
+def test_empty_queue_back_off_is_capped_and_wake_polls_at_once(start_host: Callable[..., Running]) -> None:
+    running = start_host(queues={"maxPollingInterval": "00:00:01"})
+    time.sleep(1.6)  # 0.1 + 0.2 + 0.4 + 0.8: the back-off has reached its 1 s cap
+    sent = time.monotonic()
+    running.work.send_message(json.dumps({"key": "late"}))  # no wake: found by the next poll
+    assert running.recorder.wait_for(lambda r: len(r.of("late")) == 1, timeout=3)
+    assert running.recorder.of("late")[0].at - sent < 1.4
+
+    time.sleep(0.05)  # a message arrived, so the back-off restarted from ~100 ms
+    sent = time.monotonic()
+    running.work.send_message(json.dumps({"key": "soon"}))
+    assert running.recorder.wait_for(lambda r: len(r.of("soon")) == 1, timeout=3)
+    assert running.recorder.of("soon")[0].at - sent < 0.6
+
+    time.sleep(1.6)
+    sent = time.monotonic()
+    running.send_work("woken")  # send + wake
+    assert running.recorder.wait_for(lambda r: len(r.of("woken")) == 1, timeout=3)
+    assert running.recorder.of("woken")[0].at - sent < 0.3
+
+
+@pytest.mark.slow
+def test_the_lease_is_renewed_while_a_slow_function_runs(start_host: Callable[..., Running]) -> None:
+    running = start_host(lease_seconds=1)
+    running.send_work("slow-1", sleep=2.5)
+    assert running.recorder.wait_for(lambda r: len(r.of("slow-1")) == 1, timeout=5)
+    for _ in range(4):  # well past the 1 s lease, the message stays invisible
+        time.sleep(0.5)
+        assert _visible(running.work) == []
+    assert running.recorder.wait_for(lambda r: r.running == 0, timeout=3)
+    assert _eventually(lambda: _count(running.work) == 0, timeout=3)
+    assert [c.dequeue_count for c in running.recorder.of("slow-1")] == [1]
+
+
+def test_stop_is_prompt_and_releases_what_is_still_running(start_host: Callable[..., Running]) -> None:
+    running = start_host(stop_grace=0.3)
+    running.send_work("long-1", sleep=3)
+    assert running.recorder.wait_for(lambda r: len(r.of("long-1")) == 1, timeout=5)
+    started = time.monotonic()
+    running.host.stop()
+    assert time.monotonic() - started < 1.5
+    assert [json.loads(text)["key"] for text in _visible(running.work)] == ["long-1"]  # visible again at once
+
+
+def test_stop_is_prompt_while_pollers_sleep(start_host: Callable[..., Running]) -> None:
+    running = start_host(queues={"maxPollingInterval": "00:01:00"})
+    time.sleep(0.5)
+    started = time.monotonic()
+    running.host.stop()
+    assert time.monotonic() - started < 1.0
