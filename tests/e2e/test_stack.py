@@ -30,7 +30,6 @@ def stack(tmp_path: Path) -> Iterator[LocalStack]:
     with LocalStack(tmp_path, settings=settings, lease_seconds=3) as running:
         blobs = BlobServiceClient.from_connection_string(running.azurite.connection_string)
         inputs = blobs.get_container_client("haste-inputs")
-        inputs.create_container()
         inputs.upload_blob("p1/small.txt", b"small input")
         # Random bytes do not compress: zipping this takes long enough to be caught mid-run.
         inputs.upload_blob("p1/large.bin", _random_bytes(24 * 1024 * 1024))

@@ -140,6 +140,12 @@ def build_runtime(
     )
 
 
+def ensure_storage(settings: Settings) -> None:
+    """Create the containers and queues these settings name (what IaC does in Azure)."""
+    blobs, queue_service = storage_clients(settings)
+    _ensure(blobs, QueueSender(queue_service), settings)
+
+
 def _ensure(blobs: BlobServiceClient, queues: QueueSender, settings: Settings) -> None:
     """Create containers and queues if missing (IaC creates them in Azure; this serves Azurite)."""
     storage = settings.storage

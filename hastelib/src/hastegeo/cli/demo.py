@@ -7,13 +7,11 @@ Exits 0 only if the job succeeded.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
@@ -40,8 +38,6 @@ def run_demo(backend: str = "local", keep: bool = False) -> int:
             print(f"  API at {stack.base_url}/api (ready in {time.monotonic() - started:.1f}s)")
             blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
             inputs = blobs.get_container_client("haste-inputs")
-            with contextlib.suppress(ResourceExistsError):
-                inputs.create_container()
             for name, data in SAMPLE_FILES.items():
                 inputs.upload_blob(name, data, overwrite=True)
             print(f"  uploaded {len(SAMPLE_FILES)} input blobs to haste-inputs/demo/")

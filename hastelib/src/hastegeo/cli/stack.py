@@ -18,7 +18,9 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
+from hastegeo.config import load_settings
 from hastegeo.devhost.azurite import Azurite
+from hastegeo.runtime import ensure_storage
 
 HOST_START_TIMEOUT_S = 60.0
 
@@ -157,6 +159,8 @@ class LocalStack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.azurite.blob_url:
             self.azurite.start()
+        # Provision like the infrastructure does in Azure, so callers can upload inputs at once.
+        ensure_storage(load_settings(self.env))
         self.start_host()
         return self
 

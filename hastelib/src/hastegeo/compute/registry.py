@@ -67,7 +67,12 @@ class RunnerRegistry:
             return cached
         instance = _build(entry, self._context)  # outside the lock, on purpose
         with self._lock:
-            return self._instances.setdefault(name, instance)
+            kept = self._instances.setdefault(name, instance)
+        if kept is not instance:  # another thread won the race: release what we built
+            close = getattr(instance, "close", None)
+            if callable(close):
+                close()
+        return kept
 
     def built(self) -> dict[str, ComputeBackend]:
         """The adapters constructed so far (for shutdown and diagnostics)."""

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Sequence
@@ -43,7 +45,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     parser.add_argument("--lease-seconds", type=int, default=DriverOptions.lease_seconds)
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--worker-processes",
+        type=int,
+        default=int(os.environ.get("FUNCTIONS_WORKER_PROCESS_COUNT", "1") or "1"),
+        help="processes running the queue triggers, like FUNCTIONS_WORKER_PROCESS_COUNT on the platform",
+    )
+    parser.add_argument("--queues-only", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
+
+
+def _worker_args(args: argparse.Namespace) -> list[str]:
+    forwarded = ["--app", args.app, "--app-dir", args.app_dir, "--lease-seconds", str(args.lease_seconds)]
+    if args.host_json:
+        forwarded += ["--host-json", args.host_json]
+    return [*forwarded, "--log-level", args.log_level, "--queues-only", "--worker-processes", "1"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,17 +83,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         cors_allowed_origins=args.cors_origin,
         max_body_bytes=args.max_body_bytes,
         driver_options=DriverOptions(lease_seconds=args.lease_seconds),
+        serve_http=not args.queues_only,
     )
     try:
         host.start()
     except (DevHostError, HostJsonError) as exc:
         print(f"devhost: {exc}", file=sys.stderr)
         return 2
-    print(host.base_url, flush=True)
+    # Extra worker processes share the queues (each message goes to one of
+    # them), so queue work is not limited to one interpreter's GIL.
+    workers = [
+        subprocess.Popen([sys.executable, "-m", "hastegeo.devhost", *_worker_args(args)])
+        for _ in range(max(0, args.worker_processes - 1) if not args.queues_only else 0)
+    ]
+    if not args.queues_only:
+        print(host.base_url, flush=True)
     try:
         while not stop.wait(0.5):
             pass
     finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            try:
+                worker.wait(10)
+            except subprocess.TimeoutExpired:
+                worker.kill()
         host.stop()
     return 0
 

@@ -69,6 +69,9 @@ def to_wire(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog is 5: a burst of clients would see
+    # connection resets instead of waiting their turn.
+    request_queue_size = 256
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], host: DevHttpServer) -> None:

@@ -24,8 +24,9 @@ from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, record
 from hastegeo.processors.base import OutputAccess, PostprocessError
+from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
-from hastegeo.utils.errors import HasteError, TerminalBackendError, describe_exception
+from hastegeo.utils.errors import HasteError, JobNotFoundError, TerminalBackendError, describe_exception
 
 log = logging.getLogger(__name__)
 SOURCE = "poll"
@@ -38,14 +39,18 @@ class PollStep:
 
     def handle(self, message: JobMessage) -> None:
         deps = self._deps
-        job = deps.store.find(message.job_id)
-        if job is None or job.state.terminal or job.handle is None:
+        try:
+            version = deps.store.read(message.job_id)
+        except JobNotFoundError:
+            return
+        job = version[0]
+        if job.state.terminal or job.handle is None:
             return
         chain = message.kind == "poll"
         if chain and message.attempt != job.poll_seq:
             return  # a duplicate or superseded chain message
         if job.state is JobState.POSTPROCESSING:
-            self._finish(job)  # an earlier post-processing attempt did not complete
+            self._finish(version)  # an earlier post-processing attempt did not complete
             return
         if deps.clock() > job.deadline_at:
             self._give_up(job, "did not finish before its deadline")
@@ -58,19 +63,20 @@ class PollStep:
         except HasteError as exc:
             # Transient errors, and a backend that cannot start right now (a
             # settings fix may bring it back): keep polling until the deadline.
-            self._note(job, f"status check failed, will retry: {describe_exception(exc)}", chain)
+            self._note(version, f"status check failed, will retry: {describe_exception(exc)}", chain)
             return
         if not status.state.terminal:
             if job.state is JobState.CANCEL_REQUESTED:
                 self._cancel_provider(job)
-            self._progress(job, status, chain)
+            self._progress(version, status, chain)
             return
-        self._ended(job, status)
+        self._ended(version, status)
 
     # -- while running ----------------------------------------------------------------
 
-    def _progress(self, job: Job, status: ComputeStatus, chain: bool) -> None:
+    def _progress(self, version: Versioned, status: ComputeStatus, chain: bool) -> None:
         deps = self._deps
+        job = version[0]
         note = status.detail or ("running" if status.state is ComputeState.RUNNING else "waiting to start")
         seq = job.poll_seq
         if chain:
@@ -91,11 +97,12 @@ class PollStep:
                 return record(current, now=deps.clock(), limit=self._limit, message=note, source=SOURCE, **updates)
             return current.model_copy(update=updates)
 
-        deps.store.update(job.id, change)
+        deps.store.update(job.id, change, known=version)
 
-    def _note(self, job: Job, message: str, chain: bool) -> None:
+    def _note(self, version: Versioned, message: str, chain: bool) -> None:
         """A transient problem: record it once, keep the chain alive."""
         deps = self._deps
+        job = version[0]
         seq = job.poll_seq
         if chain:
             deps.queues.send(
@@ -112,12 +119,13 @@ class PollStep:
                 return current.model_copy(update=updates)
             return record(current, now=deps.clock(), limit=self._limit, message=message, source=SOURCE, **updates)
 
-        deps.store.update(job.id, change)
+        deps.store.update(job.id, change, known=version)
 
     # -- at the end ---------------------------------------------------------------------
 
-    def _ended(self, job: Job, status: ComputeStatus) -> None:
+    def _ended(self, version: Versioned, status: ComputeStatus) -> None:
         deps = self._deps
+        job = version[0]
         if status.state is ComputeState.CANCELLED:
             self._terminal(job, JobState.CANCELLED, f"cancelled: {status.reason or 'by request'}", status.reason)
             self._cleanup(job)
@@ -141,12 +149,13 @@ class PollStep:
                 state=JobState.POSTPROCESSING,
             )
 
-        job = deps.store.update(job.id, start)
-        if job.state is JobState.POSTPROCESSING:
-            self._finish(job)
+        version = deps.store.update_versioned(job.id, start, known=version)
+        if version[0].state is JobState.POSTPROCESSING:
+            self._finish(version)
 
-    def _finish(self, job: Job) -> None:
+    def _finish(self, version: Versioned) -> None:
         deps = self._deps
+        job = version[0]
         assert job.handle is not None
         processor = deps.processors[job.workload]
         notes: list[str] = []
@@ -184,7 +193,7 @@ class PollStep:
                 progress=1.0,
             )
 
-        deps.store.update(job.id, done)
+        deps.store.update(job.id, done, known=version)
 
     def _access(self, job: Job, notes: list[str]) -> OutputAccess:
         assert job.handle is not None
@@ -197,11 +206,17 @@ class PollStep:
             except ResourceNotFoundError:
                 return None
 
+        cache: dict[str, bytes | None] = {}
+
         def read_blob(path: str) -> bytes | None:
-            try:
-                return container.download_blob(handle.output.child(path)).readall()
-            except ResourceNotFoundError:
-                return None
+            # Checks read the same small files more than once (manifest, then a
+            # workload's own check); read each blob once per post-processing.
+            if path not in cache:
+                try:
+                    cache[path] = container.download_blob(handle.output.child(path)).readall()
+                except ResourceNotFoundError:
+                    cache[path] = None
+            return cache[path]
 
         return OutputAccess(
             read=lambda path: self._deps.service.read_output(handle, path, notes.append),

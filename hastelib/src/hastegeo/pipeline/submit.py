@@ -15,7 +15,7 @@ from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, record
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
-from hastegeo.utils.errors import HasteError, TransientBackendError, describe_exception
+from hastegeo.utils.errors import HasteError, JobNotFoundError, TransientBackendError, describe_exception
 
 log = logging.getLogger(__name__)
 SOURCE = "submit"
@@ -28,10 +28,12 @@ class SubmitStep:
     def handle(self, message: JobMessage) -> None:
         """Raises TransientBackendError (and storage errors) so the host redelivers the message."""
         deps = self._deps
-        job = deps.store.find(message.job_id)
-        if job is None:
+        try:
+            version = deps.store.read(message.job_id)
+        except JobNotFoundError:
             log.warning("submit: job %s does not exist; dropping the message", message.job_id)
             return
+        job = version[0]
         if job.state.terminal:
             return
         if job.handle is not None:
@@ -45,7 +47,8 @@ class SubmitStep:
             self._update(job.id, JobState.FAILED, reason, reason=reason)
             return
 
-        job = deps.store.update(job.id, self._claim)
+        version = deps.store.update_versioned(job.id, self._claim, known=version)
+        job = version[0]
         if job.state is not JobState.SUBMITTING:
             return
         processor = deps.processors[job.workload]
@@ -71,7 +74,7 @@ class SubmitStep:
             self._update(job.id, JobState.FAILED, f"could not be submitted to {job.backend}: {cause}", reason=cause)
             return
 
-        job = deps.store.update(job.id, lambda j: self._bind(j, handle))
+        job = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version)
         if job.state is JobState.CANCEL_REQUESTED:
             try:
                 deps.service.cancel(handle)

@@ -157,16 +157,18 @@ class Processor:
 
     def _verify(self, entry: dict[str, Any], access: OutputAccess, output: BlobLocation) -> OutputRecord:
         name = f"outputs/{entry['name']}"
-        size = access.blob_size(name)
+        expected_size = int(entry["size"])
+        if expected_size <= HASH_CHECK_MAX_BYTES:
+            data = access.read_blob(name)  # one read gives the size and the hash
+            size = None if data is None else len(data)
+        else:
+            data, size = None, access.blob_size(name)
         if size is None:
             raise PostprocessError(f"{name} is listed in the manifest but is not in blob storage")
-        if size != entry["size"]:
-            raise PostprocessError(f"{name} is {size} bytes in blob storage; the manifest says {entry['size']}")
-        if size <= HASH_CHECK_MAX_BYTES:
-            data = access.read_blob(name)
-            digest = hashlib.sha256(data or b"").hexdigest()
-            if digest != entry["sha256"]:
-                raise PostprocessError(f"{name} does not match the sha256 in the manifest")
+        if size != expected_size:
+            raise PostprocessError(f"{name} is {size} bytes in blob storage; the manifest says {expected_size}")
+        if data is not None and hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise PostprocessError(f"{name} does not match the sha256 in the manifest")
         return OutputRecord(
             name=name, blob=f"{output.container}/{output.child(name)}", size=size, sha256=entry["sha256"]
         )

@@ -31,6 +31,9 @@ _JSON = ContentSettings(content_type="application/json")
 _EPOCH_MAX_MS = 10**13
 
 
+Versioned = tuple[Job, str]  # a job and the ETag it was read or written with
+
+
 @dataclass(frozen=True)
 class JobPage:
     jobs: list[Job]
@@ -74,26 +77,40 @@ class JobStore:
         except JobNotFoundError:
             return None
 
-    def update(self, job_id: str, change: Callable[[Job], Job | None]) -> Job:
+    def read(self, job_id: str) -> Versioned:
+        """The job and its ETag; pass it to :meth:`update` as ``known`` to save a read.
+
+        Raises JobNotFoundError.
+        """
+        return self._read(job_id)
+
+    def update(self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None = None) -> Job:
         """Apply ``change`` to the stored job with optimistic concurrency.
 
         ``change`` gets the current job and returns the new one, or None for
         "nothing to do" (then nothing is written and the current job is
         returned). It may run several times, so it must be pure. Exceptions it
-        raises (e.g. an illegal transition) propagate unchanged.
+        raises (e.g. an illegal transition) propagate unchanged. ``known`` is a
+        version the caller already read; if it is stale the write fails its
+        ETag check and the loop reads afresh.
 
         Raises:
             JobNotFoundError: no such job.
             ConflictError: the document kept changing for ``max_attempts`` tries.
         """
-        for _ in range(self._max_attempts):
-            current, etag = self._read(job_id)
+        return self.update_versioned(job_id, change, known=known)[0]
+
+    def update_versioned(
+        self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None = None
+    ) -> Versioned:
+        """:meth:`update`, returning the job with its new ETag."""
+        for attempt in range(self._max_attempts):
+            current, etag = known if (known is not None and attempt == 0) else self._read(job_id)
             updated = change(current)
             if updated is None:
-                return current
+                return current, etag
             try:
-                self._container.upload_blob(
-                    self.document_name(job_id),
+                result = self._container.get_blob_client(self.document_name(job_id)).upload_blob(
                     _dump(updated),
                     overwrite=True,
                     etag=etag,
@@ -102,7 +119,7 @@ class JobStore:
                 )
             except ResourceModifiedError:
                 continue
-            return updated
+            return updated, str(result["etag"])
         raise ConflictError(f"Job {job_id} changed too often to update; try again")
 
     def list(

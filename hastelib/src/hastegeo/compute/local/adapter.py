@@ -13,6 +13,7 @@ process that starts for every job (see ADR 0002).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import threading
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -47,14 +49,27 @@ class LocalBackend:
         self._blobs: BlobServiceClient = context.blob_service
         self._layout = LocalLayout(root).ensure()
         self._layout.write_config(slots, python)
-        self._finalize_lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._watcher = threading.Thread(target=self._watch_exits, name="local-exits", daemon=True)
-        self._watcher.start()
+        self._watcher: threading.Thread | None = None
+
+    def _ensure_watcher(self) -> None:
+        """Start the exit watcher on first use, not in the constructor: the registry may build
+        an adapter and discard it, and a discarded one must not leave a thread behind."""
+        with self._lock:
+            if self._watcher is None and not self._stop.is_set():
+                self._watcher = threading.Thread(target=self._watch_exits, name="local-exits", daemon=True)
+                self._watcher.start()
+
+    def _job_lock(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(name, threading.Lock())
 
     # -- the contract ---------------------------------------------------------------
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
+        self._ensure_watcher()
         fingerprint = _fingerprint(spec)
         job_dir = self._layout.job_dir(spec.name)
         state = self._layout.state(spec.name)
@@ -64,18 +79,27 @@ class LocalBackend:
             output=spec.output,
             submitted_at=self._context.clock(),
         )
-        try:
-            (job_dir / "state").mkdir(parents=True)
-        except FileExistsError:
+        (job_dir / "state").mkdir(parents=True, exist_ok=True)
+        # One submission at a time per job, across threads and processes: a
+        # concurrent duplicate waits, then binds to what the first one made.
+        with _file_lock(job_dir / "submit.lock"):
             existing = read_json(job_dir / "spec.json")
             if existing is not None and existing.get("fingerprint") != fingerprint:
                 raise TerminalBackendError(
                     f"A different local job named {spec.name!r} already exists", backend=self.name
-                ) from None
+                )
             if (state / "ready").exists():
                 return handle  # a repeat: bind to the job that exists
+            self._prepare(spec, fingerprint)
+            (state / "ready").touch()
+            self._layout.enqueue(spec.name)
+        self._layout.admit()
+        return handle
+
+    def _prepare(self, spec: ComputeJobSpec, fingerprint: str) -> None:
+        """Write the spec and stage the inputs (again, after a crash: staging overwrites)."""
         write_json(
-            job_dir / "spec.json",
+            self._layout.job_dir(spec.name) / "spec.json",
             {
                 "jobId": spec.job_id,
                 "argv": list(spec.argv),
@@ -94,12 +118,9 @@ class LocalBackend:
             raise TerminalBackendError(f"an input is missing: {describe_exception(exc)}", backend=self.name) from exc
         except AzureError as exc:
             raise TransientBackendError(f"staging inputs failed: {describe_exception(exc)}", backend=self.name) from exc
-        (state / "ready").touch()
-        self._layout.enqueue(spec.name)
-        self._layout.admit()
-        return handle
 
     def status(self, handle: ComputeJobHandle) -> ComputeStatus:
+        self._ensure_watcher()
         name = self._name(handle)
         state = self._layout.state(name)
         if not state.exists():
@@ -200,7 +221,7 @@ class LocalBackend:
         state = self._layout.state(name)
         if (state / "uploaded").exists():
             return
-        with self._finalize_lock:
+        with self._job_lock(name):
             if (state / "uploaded").exists():
                 return
             work = self._layout.work(name)
@@ -210,6 +231,8 @@ class LocalBackend:
                 if not root.exists():
                     continue
                 for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                    if folder == "logs" and path.stat().st_size == 0:
+                        continue  # an empty stdout/stderr tells nobody anything
                     relative = path.relative_to(work).as_posix()
                     with path.open("rb") as data:
                         container.upload_blob(handle.output.child(relative), data, overwrite=True)
@@ -255,6 +278,16 @@ class LocalBackend:
                         self._context.notify_exit(job_id)
                     except Exception:  # polling still finds the end; a nudge is an optimisation
                         log.warning("could not nudge the pipeline for job %s", job_id, exc_info=True)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _fingerprint(spec: ComputeJobSpec) -> str:
