@@ -202,3 +202,57 @@ def test_upstream_requests_are_validated_and_deduplicated(make_runtime: RuntimeF
     assert len(rejected) == 2
     record = jobs.download_blob(rejected[0]).readall().decode()
     assert "state" in record or "not valid JSON" in record
+
+
+def test_follow_on_inherits_the_backend_links_to_its_parent_and_is_created_once(
+    make_runtime: RuntimeFactory,
+) -> None:
+    from tests.support.processors import ChainingScriptProcessor
+
+    runtime = make_runtime()
+    runtime.deps.processors["training"] = ChainingScriptProcessor()
+    parent = runtime.acceptor.accept(
+        parse_request({"workload": "training", "projectId": "p1", "backend": "local", "parameters": {}})
+    ).job
+    runtime.submit.handle(JobMessage(job_id=parent.id, kind="submit"))
+    finished = drive(runtime, parent.id)
+    assert finished.state is JobState.SUCCEEDED, finished.reason
+    children = [j for j in runtime.store.list("p1").jobs if j.parent_job_id == parent.id]
+    assert len(children) == 1
+    child = children[0]
+    assert (child.workload, child.backend, child.requested_backend) == ("artifacts", "local", "local")
+    assert any(f"started follow-on artifacts job {child.id}" in e.message for e in finished.history)
+    # Post-processing again (a redelivered message after a crash) finds the same follow-on.
+    runtime.poll._start_follow_ons(finished, runtime.deps.processors["training"].follow_ons(finished))
+    assert [j.id for j in runtime.store.list("p1").jobs if j.parent_job_id == parent.id] == [child.id]
+    runtime.submit.handle(JobMessage(job_id=child.id, kind="submit"))  # the queue is not consumed here
+    packaged = drive(runtime, child.id)
+    assert packaged.state is JobState.SUCCEEDED, packaged.reason
+    assert packaged.summary["files"] == 2  # the parent's result.txt and its manifest
+
+
+def test_a_cancelled_parent_starts_no_follow_on(make_runtime: RuntimeFactory) -> None:
+    from tests.support.processors import ChainingScriptProcessor
+
+    runtime = make_runtime()
+    runtime.deps.processors["training"] = ChainingScriptProcessor()
+    parent = runtime.acceptor.accept(
+        parse_request({"workload": "training", "projectId": "p1", "parameters": {"sleep": 30}})
+    ).job
+    runtime.submit.handle(JobMessage(job_id=parent.id, kind="submit"))
+    runtime.cancel.cancel(parent.id)
+    assert drive(runtime, parent.id).state is JobState.CANCELLED
+    assert [j for j in runtime.store.list("p1").jobs if j.parent_job_id == parent.id] == []
+
+
+def test_progress_lines_reach_the_history_while_the_job_runs_once_each(make_runtime: RuntimeFactory) -> None:
+    from tests.support.processors import PROGRESS
+
+    runtime = with_script(make_runtime())
+    job = drive(runtime, submit(runtime, inputs=[], parameters={"script": PROGRESS}))
+    assert job.state is JobState.SUCCEEDED, job.reason
+    messages = [(e.state, e.message) for e in job.history]
+    steps = [m for _, m in messages if m.startswith("step ")]
+    assert steps == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    assert (JobState.RUNNING, "step 1 of 3") in messages  # seen while running, not only at the end
+    assert [m for _, m in messages].count("script finished") == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec
-from hastegeo.models.job import Job
+from hastegeo.models.job import Job, JobInput, JobRequest
 from hastegeo.processors.base import Params, Processor, SpecInputs, spec_name
 
 # Writes one output, a manifest and a progress line, like every real workload.
@@ -19,6 +19,19 @@ data = (work / "outputs" / "result.txt").read_bytes()
 manifest = {"files": [{"name": "result.txt", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}]}
 (work / "outputs" / "script_manifest.json").write_text(json.dumps(manifest))
 """
+
+# Reports progress while it runs, then succeeds like SUCCEED.
+PROGRESS = """
+import os, pathlib, time
+log = pathlib.Path(os.environ["HASTE_JOB_WORKDIR"]) / "logs" / "script_progress.log"
+with log.open("a") as out:
+    for step in range(1, 4):
+        out.write(f"2026-01-01T00:00:0{step}Z step {step} of 3\\n")
+        out.flush()
+        time.sleep(0.4)
+""" + SUCCEED.replace(
+    '.write_text("2026-01-01T00:00:00Z script finished\\n")', '.open("a").write("script finished\\n")'
+)
 
 FAIL = """
 import sys
@@ -51,3 +64,10 @@ class ScriptProcessor(Processor):
             output=output,
             time_limit_s=60,
         )
+
+
+class ChainingScriptProcessor(ScriptProcessor):
+    """A script job that, like training, starts an artifacts job over its outputs when it succeeds."""
+
+    def follow_ons(self, job: Job) -> list[JobRequest]:
+        return [JobRequest(workload="artifacts", project_id=job.project_id, inputs=[JobInput(job_id=job.id)])]

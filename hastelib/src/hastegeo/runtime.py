@@ -133,7 +133,7 @@ def build_runtime(
         deps=deps,
         acceptor=acceptor,
         submit=SubmitStep(deps),
-        poll=PollStep(deps, blobs),
+        poll=PollStep(deps, blobs, acceptor),
         cancel=CancelStep(deps),
         poison=PoisonStep(deps),
         upstream=UpstreamStep(deps, acceptor),

@@ -1,8 +1,10 @@
-"""``make demo``: a real job through the whole path production takes, on this machine.
+"""``make demo``: real jobs through the whole path production takes, on this machine.
 
-HTTP API → ``jobs-submit`` queue → submit trigger → local backend (a real
-process) → ``jobs-poll`` queue → post-processing → outputs in blob storage.
-Exits 0 only if the job succeeded.
+HTTP API → ``jobs-submit`` queue → submit trigger → local backend (real
+processes) → ``jobs-poll`` queue → post-processing → outputs in blob
+storage, for the chain imagery → training → inference → artifacts on a
+generated scene. Follow-on jobs are started by the pipeline, not by this
+script. Exits 0 only if every job succeeded.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from azure.storage.blob import BlobServiceClient
 
@@ -19,45 +22,93 @@ from hastegeo.cli.main import print_event, print_job
 from hastegeo.cli.stack import LocalStack
 
 PROJECT = "demo"
-SAMPLE_FILES = {
-    "demo/readme.txt": b"haste-compute demo inputs\n",
-    "demo/scene/metadata.json": b'{"crs": "EPSG:32633", "bands": ["red", "green", "blue"]}\n',
-    "demo/scene/labels.geojson": b'{"type": "FeatureCollection", "features": []}\n',
-}
+SCENE_SIZE = 512
+TIMEOUT_S = 300
+
+
+def upload_sample_scene(connection_string: str, folder: Path, prefix: str, size: int = SCENE_SIZE) -> list[str]:
+    """Generate the synthetic scene and upload it to the inputs container. Returns the blob names."""
+    from hastegeo.workflows.sample_data import generate  # geospatial imports only when asked for
+
+    scene = generate(folder, size=size, seed=0)
+    container = BlobServiceClient.from_connection_string(connection_string).get_container_client("haste-inputs")
+    names = []
+    for path in (*scene.rasters, scene.labels, scene.buildings):
+        name = f"{prefix}/{path.name}"
+        with path.open("rb") as data:
+            container.upload_blob(name, data, overwrite=True)
+        names.append(name)
+    return names
 
 
 def run_demo(backend: str = "local", keep: bool = False) -> int:
     if backend != "local":
-        print(f"the {backend} demo needs its test service; see the README")
+        print(f"the {backend} demo is not wired yet; use BACKEND=local")
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="haste-demo-"))
     started = time.monotonic()
     print("Starting Azurite and the development Functions host ...", flush=True)
     try:
-        with LocalStack(workdir, settings={"HASTE_POLL_INITIAL_S": "1", "HASTE_POLL_MAX_S": "5"}) as stack:
+        with LocalStack(workdir, settings={"HASTE_POLL_INITIAL_S": "1", "HASTE_POLL_MAX_S": "3"}) as stack:
             print(f"  API at {stack.base_url}/api (ready in {time.monotonic() - started:.1f}s)")
-            blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
-            inputs = blobs.get_container_client("haste-inputs")
-            for name, data in SAMPLE_FILES.items():
-                inputs.upload_blob(name, data, overwrite=True)
-            print(f"  uploaded {len(SAMPLE_FILES)} input blobs to haste-inputs/demo/")
-
+            blobs = upload_sample_scene(stack.azurite.connection_string, workdir / "scene", f"{PROJECT}/scene")
+            print(f"  uploaded a {SCENE_SIZE}x{SCENE_SIZE} synthetic scene: {', '.join(blobs)}")
             client = ApiClient(stack.base_url)
-            request = {
-                "workload": "artifacts",
-                "projectId": PROJECT,
-                "backend": backend,
-                "inputs": [{"blob": name} for name in SAMPLE_FILES],
-            }
-            job = client.submit(request, idempotency_key=f"demo-{time.time_ns()}")
-            print(f"\nPOST /api/jobs -> job {job['id']} ({job['state']})\nStatus history:")
-            final = client.watch(job["id"], print_event, interval=0.2, timeout=300)
-            print()
-            print_job(final)
-            print(f"\nFinished in {time.monotonic() - started:.1f}s.")
-            return 0 if final["state"] == "succeeded" else 1
+            return _chain(client, blobs, backend, started)
     finally:
         if keep:
             print(f"demo files kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _chain(client: ApiClient, blobs: list[str], backend: str, started: float) -> int:
+    rasters = [name for name in blobs if name.endswith(".tif")]
+    vectors = [name for name in blobs if name.endswith(".geojson")]
+    run = time.time_ns()
+    imagery = _run(
+        client,
+        {"workload": "imagery", "projectId": PROJECT, "backend": backend, "inputs": [{"blob": b} for b in rasters]},
+        f"demo-imagery-{run}",
+    )
+    if imagery["state"] != "succeeded":
+        return 1
+    training = _run(
+        client,
+        {
+            "workload": "training",
+            "projectId": PROJECT,
+            "backend": backend,
+            "inputs": [{"jobId": imagery["id"]}, *({"blob": b} for b in vectors)],
+            "parameters": {"classes": ["water", "vegetation", "bare", "building"], "runInference": True},
+        },
+        f"demo-training-{run}",
+    )
+    print(f"  validation accuracy: {training.get('summary', {}).get('validationAccuracy')}")
+    print(f"  majority-class baseline: {training.get('summary', {}).get('majorityBaselineAccuracy')}")
+    finals = [imagery, training, *_follow(client, training["id"])]
+    print(f"\n{len(finals)} jobs in {time.monotonic() - started:.1f}s:")
+    for job in finals:
+        print(f"  {job['workload']:<10} {job['id']}  {job['state']}")
+    return 0 if all(job["state"] == "succeeded" for job in finals) else 1
+
+
+def _run(client: ApiClient, request: dict[str, Any], key: str) -> dict[str, Any]:
+    job = client.submit(request, idempotency_key=key)
+    print(f"\nPOST /api/jobs -> {job['workload']} job {job['id']}\nStatus history:")
+    final = client.watch(job["id"], print_event, interval=0.2, timeout=TIMEOUT_S)
+    print_job(final)
+    return final
+
+
+def _follow(client: ApiClient, parent_id: str) -> list[dict[str, Any]]:
+    """Watch the jobs the pipeline started from ``parent_id``, and theirs, depth first."""
+    finals = []
+    children = [job for job in client.list(PROJECT) if job.get("parentJobId") == parent_id]
+    for child in sorted(children, key=lambda job: str(job["createdAt"])):
+        print(f"\nfollow-on {child['workload']} job {child['id']} (started by {parent_id})\nStatus history:")
+        final = client.watch(child["id"], print_event, interval=0.2, timeout=TIMEOUT_S)
+        print_job(final)
+        finals.append(final)
+        finals.extend(_follow(client, child["id"]))
+    return finals

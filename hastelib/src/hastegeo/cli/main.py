@@ -133,6 +133,22 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sample_data(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from hastegeo.cli.demo import upload_sample_scene
+    from hastegeo.config import load_settings
+
+    settings = load_settings()
+    if not settings.storage.connection_string:
+        raise SystemExit("sample-data needs AzureWebJobsStorage (a connection string), e.g. from `haste dev`")
+    with tempfile.TemporaryDirectory(prefix="haste-scene-") as folder:
+        names = upload_sample_scene(settings.storage.connection_string, Path(folder), args.prefix, args.size)
+    for name in names:
+        print(f"{settings.storage.inputs_container}/{name}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from hastegeo.cli.demo import run_demo
 
@@ -179,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     dev = commands.add_parser("dev", help="run Azurite and the development Functions host until Ctrl-C")
     dev.add_argument("--port", type=int, default=7071)
     dev.set_defaults(handler=cmd_dev)
+
+    sample = commands.add_parser("sample-data", help="generate a synthetic scene and upload it to the inputs container")
+    sample.add_argument("--prefix", default="sample/scene", help="blob prefix in the inputs container")
+    sample.add_argument("--size", type=int, default=512, help="scene width and height in pixels (multiple of 128)")
+    sample.set_defaults(handler=cmd_sample_data)
 
     demo = commands.add_parser("demo", help="start the embedded stack and run a real job end to end")
     demo.add_argument("--backend", default="local", choices=["local", "azure_batch", "azure_ml"])

@@ -129,9 +129,14 @@ class ComputeBackend(Protocol):
     - ``cancel`` of a finished job is not an error; ``cleanup`` is best-effort
       and never raises for resources that are already gone.
 
-    Optional capability: ``last_unavailable_reason(handle) -> str | None``, the
-    readable reason the provider could not serve the last file asked for; the
-    pipeline shows it in the history when the blob copy was used instead.
+    Optional capabilities, found with ``getattr``:
+
+    - ``last_unavailable_reason(handle) -> str | None``: the readable reason the
+      provider could not serve the last file asked for; the pipeline shows it
+      in the history when the blob copy was used instead.
+    - ``read_output_tail(handle, path, offset) -> bytes | None``: the bytes of a
+      file from ``offset`` on, so a running job's progress log can be followed
+      without reading it whole on every poll.
     """
 
     name: ClassVar[str]

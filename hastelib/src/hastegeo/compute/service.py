@@ -88,5 +88,16 @@ class ExecutionService:
             on_fallback(f"{path} read from blob storage because the compute node could not serve it: {reason}")
         return data
 
+    def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
+        """New bytes of a growing file, if the backend can serve them cheaply; else None."""
+        tail = getattr(self._adapter(handle.backend), "read_output_tail", None)
+        if not callable(tail):
+            return None
+        try:
+            data = tail(handle, path, offset)
+        except HasteError:
+            return None
+        return data if isinstance(data, bytes) else None
+
     def _adapter(self, backend: str) -> ComputeBackend:
         return self._registry.get(backend)

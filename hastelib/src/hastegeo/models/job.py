@@ -88,6 +88,10 @@ class Attempts(_Model):
     poll: int = 0
 
 
+# Bookkeeping the pipeline keeps on the job and clients never see.
+INTERNAL_FIELDS = frozenset({"request_fingerprint", "poll_seq", "detail", "idempotency_key", "progress_offset"})
+
+
 class Job(_Model):
     """The stored truth about one job. Updated only with ETag-conditional writes."""
 
@@ -115,6 +119,7 @@ class Job(_Model):
     deadline_at: datetime
     attempts: Attempts = Field(default_factory=Attempts)
     poll_seq: int = 0
+    progress_offset: int = Field(0, description="Bytes of the progress log already copied into the history.")
     history: list[StatusEvent] = Field(default_factory=list)
     history_folded: int = 0
     parent_job_id: str | None = None
@@ -125,7 +130,9 @@ class Job(_Model):
     def api_view(self) -> dict[str, Any]:
         """The JSON a client sees: camelCase, without internal bookkeeping."""
         return self.model_dump(
-            mode="json", by_alias=True, exclude={"request_fingerprint", "poll_seq", "detail", "idempotency_key"}
+            mode="json",
+            by_alias=True,
+            exclude={"request_fingerprint", "poll_seq", "detail", "idempotency_key", "progress_offset"},
         )
 
 

@@ -25,6 +25,10 @@ from hastegeo.utils.errors import ConflictError, InvalidJobError
 
 log = logging.getLogger(__name__)
 
+# A replayed request finds its job still queued after this long: its submit
+# message was probably lost with a crash, so send it again.
+REENQUEUE_AFTER_S = 30.0
+
 
 class RequestRejected(Exception):
     """The request body is invalid. ``errors`` holds ``(field path, message)`` pairs."""
@@ -77,8 +81,19 @@ class JobAcceptor:
     def __init__(self, deps: PipelineDeps) -> None:
         self._deps = deps
 
-    def accept(self, request: JobRequest, *, idempotency_key: str | None = None, source: str = "api") -> Accepted:
+    def accept(
+        self,
+        request: JobRequest,
+        *,
+        idempotency_key: str | None = None,
+        source: str = "api",
+        parent: Job | None = None,
+    ) -> Accepted:
         """Store a new job (or return the one this idempotency key already created) and enqueue it.
+
+        A follow-on job (``parent`` given) runs on its parent's backend and
+        links to it; its inputs are built by the server from the parent, so
+        they are not re-checked (the parent is still post-processing).
 
         Raises:
             InvalidJobError: parameters or inputs cannot run (``field`` says where).
@@ -97,8 +112,12 @@ class JobAcceptor:
             if existing is not None:
                 return self._replay(existing, fingerprint)
         requested = request.backend or deps.settings.routing.default_backend
+        if parent is not None:
+            requested = parent.backend
         backend = deps.router.resolve(requested, request.workload, job_id)
-        self._check_inputs(request)
+        if parent is None:
+            self._check_inputs(request)
+        origin = f"accepted as a follow-on of {parent.id}" if parent is not None else f"accepted from {source}"
 
         now = deps.clock()
         job = Job(
@@ -118,13 +137,13 @@ class JobAcceptor:
                 make_event(
                     now,
                     JobState.QUEUED,
-                    f"accepted from {source}; runs on {backend}"
-                    + (" (chosen by auto routing)" if requested == "auto" else ""),
+                    f"{origin}; runs on {backend}" + (" (chosen by auto routing)" if requested == "auto" else ""),
                     source,
                 )
             ],
             request_fingerprint=fingerprint,
             idempotency_key=hashlib.sha256(idempotency_key.encode()).hexdigest() if idempotency_key else None,
+            parent_job_id=parent.id if parent is not None else None,
         )
         if not deps.store.create(job):  # a concurrent request with the same key won
             return self._replay(deps.store.get(job_id), fingerprint)
@@ -135,7 +154,8 @@ class JobAcceptor:
     def _replay(self, existing: Job, fingerprint: str) -> Accepted:
         if existing.request_fingerprint != fingerprint:
             raise ConflictError("This Idempotency-Key was already used for a different request")
-        if existing.state is JobState.QUEUED:
+        age = (self._deps.clock() - existing.created_at).total_seconds()
+        if existing.state is JobState.QUEUED and age > REENQUEUE_AFTER_S:
             # The first attempt may have stored the job and lost the enqueue; a
             # duplicate submit message is harmless, a missing one is not.
             self._deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=existing.id, kind="submit"))

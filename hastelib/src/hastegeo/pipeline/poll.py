@@ -20,8 +20,9 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
-from hastegeo.models.job import Job
+from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deps import PipelineDeps, record
 from hastegeo.processors.base import OutputAccess, PostprocessError
 from hastegeo.store.jobs import Versioned
@@ -33,9 +34,10 @@ SOURCE = "poll"
 
 
 class PollStep:
-    def __init__(self, deps: PipelineDeps, blobs: BlobServiceClient) -> None:
+    def __init__(self, deps: PipelineDeps, blobs: BlobServiceClient, acceptor: JobAcceptor) -> None:
         self._deps = deps
         self._blobs = blobs
+        self._acceptor = acceptor
 
     def handle(self, message: JobMessage) -> None:
         deps = self._deps
@@ -79,6 +81,9 @@ class PollStep:
         job = version[0]
         note = status.detail or ("running" if status.state is ComputeState.RUNNING else "waiting to start")
         seq = job.poll_seq
+        assert job.handle is not None
+        path = deps.processors[job.workload].progress_log_path
+        lines, consumed = progress_lines(deps.service.read_output_tail(job.handle, path, job.progress_offset))
         if chain:
             deps.queues.send(
                 POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=seq + 1), deps.poll_delay(seq + 1)
@@ -87,15 +92,21 @@ class PollStep:
         def change(current: Job) -> Job | None:
             advance = chain and current.poll_seq == seq
             changed = note != current.detail or status.progress != current.progress
-            if not advance and not changed:
+            fresh = lines if current.progress_offset == job.progress_offset else []  # else another poll copied them
+            if not advance and not changed and not fresh:
                 return None
             updates: dict[str, Any] = {"detail": note, "progress": status.progress}
             if advance:
                 updates["poll_seq"] = seq + 1
                 updates["attempts"] = current.attempts.model_copy(update={"poll": current.attempts.poll + 1})
+            updated = current
             if changed:
-                return record(current, now=deps.clock(), limit=self._limit, message=note, source=SOURCE, **updates)
-            return current.model_copy(update=updates)
+                updated = record(updated, now=deps.clock(), limit=self._limit, message=note, source=SOURCE)
+            for line in fresh:
+                updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="workload")
+            if fresh:
+                updates["progress_offset"] = current.progress_offset + consumed
+            return updated.model_copy(update=updates)
 
         deps.store.update(job.id, change, known=version)
 
@@ -137,8 +148,11 @@ class PollStep:
             return
         late = " (it completed before the cancellation took effect)" if job.state is JobState.CANCEL_REQUESTED else ""
 
+        moved = [False]  # did this call make the move? (the change may run more than once)
+
         def start(current: Job) -> Job | None:
-            if current.state not in (JobState.RUNNING, JobState.CANCEL_REQUESTED):
+            moved[0] = current.state in (JobState.RUNNING, JobState.CANCEL_REQUESTED)
+            if not moved[0]:
                 return None
             return record(
                 current,
@@ -150,7 +164,7 @@ class PollStep:
             )
 
         version = deps.store.update_versioned(job.id, start, known=version)
-        if version[0].state is JobState.POSTPROCESSING:
+        if moved[0]:  # otherwise another delivery got there first and is finishing it
             self._finish(version)
 
     def _finish(self, version: Versioned) -> None:
@@ -165,8 +179,12 @@ class PollStep:
         except PostprocessError as exc:
             self._terminal(job, JobState.FAILED, f"post-processing failed: {exc}", str(exc), source="postprocess")
             return
-        progress = access.read(processor.progress_log_path)
-        last_line = _last_line(progress) if progress else None
+        progress = access.read(processor.progress_log_path) or b""
+        # The lines not yet copied while the job ran (all of them, for a fast job).
+        last_lines, _ = progress_lines(progress[job.progress_offset :] + b"\n")
+        # Follow-ons are created before the success is written, under keys
+        # derived from this job: a crash and a retry find them, never twice.
+        follow_ons = self._start_follow_ons(job, processor.follow_ons(job))
         note = deps.service.cleanup(job.handle)
 
         def done(current: Job) -> Job | None:
@@ -175,8 +193,10 @@ class PollStep:
             updated = current
             for line in dict.fromkeys(notes):  # once each, in order
                 updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="postprocess")
-            if last_line:
-                updated = record(updated, now=deps.clock(), limit=self._limit, message=last_line, source="workload")
+            for line in last_lines:
+                updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="workload")
+            for line in follow_ons:
+                updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="postprocess")
             if note:
                 updated = record(
                     updated, now=deps.clock(), limit=self._limit, message=f"cleanup skipped: {note}", source="cleanup"
@@ -194,6 +214,18 @@ class PollStep:
             )
 
         deps.store.update(job.id, done, known=version)
+
+    def _start_follow_ons(self, job: Job, requests: list[JobRequest]) -> list[str]:
+        lines = []
+        for index, request in enumerate(requests):
+            key = f"follow-on:{job.id}:{index}:{request.workload}"
+            try:
+                accepted = self._acceptor.accept(request, idempotency_key=key, parent=job)
+            except HasteError as exc:
+                lines.append(f"follow-on {request.workload} job not started: {describe_exception(exc)}")
+                continue
+            lines.append(f"started follow-on {request.workload} job {accepted.job.id} on {accepted.job.backend}")
+        return lines
 
     def _access(self, job: Job, notes: list[str]) -> OutputAccess:
         assert job.handle is not None
@@ -261,9 +293,24 @@ class PollStep:
 
 
 _STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?\s+")
+PROGRESS_LINES_PER_POLL = 10
 
 
-def _last_line(data: bytes) -> str | None:
-    """The progress log's last line, without its timestamp (the event has its own)."""
-    lines = [line.strip() for line in data.decode("utf-8", errors="replace").splitlines() if line.strip()]
-    return _STAMP.sub("", lines[-1]) if lines else None
+def progress_lines(data: bytes | None) -> tuple[list[str], int]:
+    """Complete new lines of a progress log, without their timestamps, and the bytes they used.
+
+    A partial last line is left for the next poll. When more than
+    :data:`PROGRESS_LINES_PER_POLL` lines arrived at once, the earlier ones are
+    summarised in one line so a chatty workload cannot flood the history.
+    """
+    if not data:
+        return [], 0
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], 0
+    text = data[: end + 1].decode("utf-8", errors="replace")
+    lines = [_STAMP.sub("", line.strip()) for line in text.splitlines() if line.strip()]
+    if len(lines) > PROGRESS_LINES_PER_POLL:
+        skipped = len(lines) - PROGRESS_LINES_PER_POLL + 1
+        lines = [f"({skipped} earlier progress lines not shown)", *lines[-(PROGRESS_LINES_PER_POLL - 1) :]]
+    return lines, end + 1

@@ -85,7 +85,10 @@ class Processor:
             raise InvalidJobError(f"{path}: {error['msg']}", field=path) from None
 
     def build_spec(self, job: Job, where: SpecInputs, output: BlobLocation) -> ComputeJobSpec:
-        params = self.params_model.model_validate(job.parameters).model_dump(mode="json", by_alias=True)
+        # Only what the client set: the workload owns its defaults (docs/workloads.md).
+        params = self.params_model.model_validate(job.parameters).model_dump(
+            mode="json", by_alias=True, exclude_unset=True, exclude_none=True
+        )
         return ComputeJobSpec(
             job_id=job.id,
             name=spec_name(job.id),
@@ -154,6 +157,10 @@ class Processor:
     def summarize(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """A few figures worth showing on the job (e.g. validation accuracy)."""
         return {}
+
+    def follow_ons(self, job: Job) -> list[JobRequest]:
+        """Jobs to start when this one succeeds; they inherit its backend and link to it."""
+        return []
 
     def _verify(self, entry: dict[str, Any], access: OutputAccess, output: BlobLocation) -> OutputRecord:
         name = f"outputs/{entry['name']}"

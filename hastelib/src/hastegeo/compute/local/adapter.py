@@ -38,6 +38,7 @@ from hastegeo.utils.errors import TerminalBackendError, TransientBackendError, d
 log = logging.getLogger(__name__)
 
 TAIL_LINES = 5
+TAIL_MAX_BYTES = 64 * 1024
 WATCH_INTERVAL_S = 0.05
 
 
@@ -152,6 +153,19 @@ class LocalBackend:
             return None
         try:
             return target.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
+        """The file's bytes from ``offset`` on (at most 64 KiB), or None if it does not exist."""
+        work = self._layout.work(self._name(handle)).resolve()
+        target = (work / path).resolve()
+        if not target.is_relative_to(work):
+            return None
+        try:
+            with target.open("rb") as handle_file:
+                handle_file.seek(offset)
+                return handle_file.read(TAIL_MAX_BYTES)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 

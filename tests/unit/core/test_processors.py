@@ -1,0 +1,96 @@
+"""Processors: parameters checked at the API with field paths; specs and follow-ons built from the job."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from hastegeo.compute.contract import BlobLocation
+from hastegeo.models.job import Job, JobInput, JobRequest
+from hastegeo.models.states import JobState
+from hastegeo.processors import PROCESSORS
+from hastegeo.processors.base import SpecInputs, spec_name
+from hastegeo.utils.errors import InvalidJobError
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+WHERE = SpecInputs(inputs_container="in", outputs_container="out")
+
+
+def request(workload: str, parameters: dict[str, Any], inputs: list[dict[str, str]] | None = None) -> JobRequest:
+    return JobRequest.model_validate(
+        {"workload": workload, "projectId": "p1", "parameters": parameters, "inputs": inputs or [{"blob": "a.tif"}]}
+    )
+
+
+def job(workload: str, parameters: dict[str, Any], inputs: list[JobInput] | None = None) -> Job:
+    return Job(
+        id="j1",
+        project_id="p1",
+        workload=workload,  # type: ignore[arg-type]
+        state=JobState.POSTPROCESSING,
+        requested_backend="auto",
+        backend="azure_batch",
+        parameters=parameters,
+        inputs=inputs or [JobInput(job_id="img1"), JobInput(blob="p1/labels.geojson")],
+        created_at=NOW,
+        updated_at=NOW,
+        deadline_at=NOW + timedelta(hours=1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("workload", "parameters", "field"),
+    [
+        ("imagery", {"bbox": [10, 50, 9, 51]}, "parameters.bbox"),
+        ("imagery", {"sources": ["../etc/passwd"]}, "parameters.sources"),
+        ("imagery", {"previewMaxSize": 3}, "parameters.previewMaxSize"),
+        ("training", {}, "parameters.classes"),
+        ("training", {"classes": ["a", "a"]}, "parameters.classes"),
+        ("training", {"classes": ["a", "b"], "iteratoins": 5}, "parameters.iteratoins"),
+        ("inference", {"model": "/abs/model.json"}, "parameters.model"),
+        ("embedding", {"kernelSize": 4}, "parameters.kernelSize"),
+        ("artifacts", {"compressLevel": 11}, "parameters.compressLevel"),
+    ],
+)
+def test_bad_parameters_name_their_path(workload: str, parameters: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidJobError) as caught:
+        PROCESSORS[workload].validate(request(workload, parameters))
+    assert caught.value.field is not None
+    assert caught.value.field.startswith(field)
+
+
+def test_geo_workloads_need_an_input() -> None:
+    with pytest.raises(InvalidJobError, match="inputs"):
+        PROCESSORS["training"].validate(
+            JobRequest.model_validate({"workload": "training", "projectId": "p", "parameters": {"classes": ["a", "b"]}})
+        )
+
+
+def test_spec_carries_only_what_the_client_set_and_no_pipeline_keys() -> None:
+    training = job("training", {"classes": ["water", "land"], "seed": 3, "runInference": True})
+    spec = PROCESSORS["training"].build_spec(training, WHERE, BlobLocation(container="out", path="jobs/j1"))
+    assert json.loads(spec.env["HASTE_PARAMS_JSON"]) == {"classes": ["water", "land"], "seed": 3}
+    assert spec.entrypoint == ("python", "-m", "hastegeo.workflows.training")
+    assert spec.name == spec_name("j1")
+    staged = {(i.source.container, i.source.path, i.dest, i.is_prefix) for i in spec.inputs}
+    assert staged == {("out", "jobs/img1/outputs", "img1", True), ("in", "p1/labels.geojson", "labels.geojson", False)}
+
+
+def test_training_follow_ons() -> None:
+    with_inference = PROCESSORS["training"].follow_ons(job("training", {"classes": ["a", "b"], "runInference": True}))
+    assert [r.workload for r in with_inference] == ["inference", "artifacts"]
+    inference = with_inference[0]
+    assert inference.inputs[0] == JobInput(job_id="j1", dest="model")
+    assert JobInput(job_id="img1") in inference.inputs
+    assert with_inference[1].inputs == [JobInput(job_id="j1")]
+    quiet = PROCESSORS["training"].follow_ons(job("training", {"classes": ["a", "b"], "packageArtifacts": False}))
+    assert quiet == []
+
+
+def test_inference_packages_its_outputs_and_others_start_nothing() -> None:
+    assert [r.workload for r in PROCESSORS["inference"].follow_ons(job("inference", {}))] == ["artifacts"]
+    assert PROCESSORS["imagery"].follow_ons(job("imagery", {})) == []
+    assert PROCESSORS["artifacts"].follow_ons(job("artifacts", {})) == []
