@@ -139,3 +139,45 @@ def test_cors_preflight_follows_the_settings(stack: LocalStack) -> None:
     assert allowed.get("Access-Control-Allow-Origin") == "https://ui.example"
     assert "POST" in allowed.get("Access-Control-Allow-Methods", "")
     assert "Access-Control-Allow-Origin" not in preflight("https://evil.example")
+
+
+def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
+    from azure.storage.queue import QueueClient
+
+    from hastegeo.store.queues import JobMessage
+
+    client = ApiClient(stack.base_url)
+    connection = stack.azurite.connection_string
+    # A request dropped on the upstream queue becomes a job; an invalid one is kept as a rejection.
+    QueueClient.from_connection_string(connection, "jobs-requests").send_message(
+        '{"workload": "artifacts", "projectId": "up", "inputs": [{"blob": "p1/small.txt"}]}'
+    )
+    QueueClient.from_connection_string(connection, "jobs-requests").send_message('{"workload": "mining"}')
+    deadline = time.monotonic() + 30
+    while not (jobs := list(client.list("up"))):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert wait_all(client, [jobs[0]["id"]])[jobs[0]["id"]]["state"] == "succeeded"
+    container = BlobServiceClient.from_connection_string(connection).get_container_client("haste-jobs")
+    while not list(container.list_blobs(name_starts_with="rejected/")):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+    # A message the host gave up on fails its job with a readable reason. The job is stored
+    # without a submit message (as if that message had failed every delivery), so only the
+    # poison path can end it.
+    from hastegeo.config import load_settings
+    from hastegeo.pipeline.accept import parse_request
+    from hastegeo.runtime import build_runtime
+
+    runtime = build_runtime(load_settings(stack.env))
+    request = parse_request({"workload": "artifacts", "projectId": "p2", "inputs": [{"blob": "p1/small.txt"}]})
+    runtime.queues.send = lambda *args, **kwargs: None  # type: ignore[method-assign]
+    stranded = runtime.acceptor.accept(request).job
+    runtime.store.update(stranded.id, lambda j: j.model_copy(update={"last_error": "ServerBusy: try later"}))
+    QueueClient.from_connection_string(connection, "jobs-submit-poison").send_message(
+        JobMessage(job_id=stranded.id, kind="submit").encode()
+    )
+    final = wait_all(client, [stranded.id])[stranded.id]
+    assert final["state"] == "failed"
+    assert final["reason"] == "gave up after repeated failures of the submit step; last error: ServerBusy: try later"

@@ -154,6 +154,9 @@ class PollStep:
             moved[0] = current.state in (JobState.RUNNING, JobState.CANCEL_REQUESTED)
             if not moved[0]:
                 return None
+            if status.detail and status.detail != current.detail:
+                # What happened since the last poll (a preemption, say) still deserves its line.
+                current = record(current, now=deps.clock(), limit=self._limit, message=status.detail, source=SOURCE)
             return record(
                 current,
                 now=deps.clock(),

@@ -22,7 +22,8 @@ def provider_id(name: str, prefix: str = PREFIX) -> str:
     """
     lowered = name.lower()
     clean = _INVALID.sub("-", lowered).strip("-_") or "job"
-    candidate = f"{prefix}{clean}"
+    # The pipeline's names already carry the prefix; do not repeat it.
+    candidate = clean if clean.startswith(prefix) else f"{prefix}{clean}"
     if clean == name and len(candidate) <= MAX_ID:
         return candidate
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]

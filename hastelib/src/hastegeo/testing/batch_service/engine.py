@@ -67,6 +67,7 @@ class Task:
     failure: dict[str, Any] | None = None
     retry_count: int = 0
     requeue_count: int = 0
+    runs: int = 0  # processes started for this task (a preempted task runs again)
     start_time: str | None = None
     end_time: str | None = None
     node_id: str | None = None
@@ -181,6 +182,7 @@ class Engine:
                 return None, "CommandProgramNotFound", f"The task could not start: {exc.strerror or exc}"
             with self.lock:
                 task.process = process
+                task.runs += 1
                 if task.kill_reason:
                     process.kill()
             limit = duration_s((task.body.get("constraints") or {}).get("maxWallClockTime"))

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
+from hastegeo.compute.contract import WORKLOADS
 from hastegeo.testing.batch_service.engine import Engine, Job, Task, now_iso
 from hastegeo.testing.batch_service.faults import NODE_NOT_FOUND, NODE_NOT_READY, Faults
 from hastegeo.testing.batch_service.handler import API_VERSION, Answer, BatchError, Handler
@@ -98,6 +99,21 @@ class BatchTestService:
         self.stop()
 
     # -- inspection --------------------------------------------------------------------
+
+    def settings(self, workloads: tuple[str, ...] = WORKLOADS) -> dict[str, str]:
+        """The BATCH_* settings that point the Azure Batch backend at this service."""
+        return {
+            "BATCH_ACCOUNT_URL": self.url,
+            "BATCH_AUTH_MODE": "shared_key",
+            "BATCH_ACCOUNT_NAME": self.account_name,
+            "BATCH_ACCOUNT_KEY": self.account_key,
+            "BATCH_POOLS": ",".join(f"{w}=haste-cpu" for w in workloads),
+            "BATCH_IMAGES": ",".join(f"{w}=haste/geo:dev" for w in workloads),
+            "BATCH_IDENTITY_RESOURCE_ID": (
+                "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/dev"
+                "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/haste-pools"
+            ),
+        }
 
     def calls(self, job_id: str) -> Counter[str]:
         """Requests received per operation for ``job_id`` (faulted ones included)."""

@@ -1,0 +1,214 @@
+"""End to end on Azure ML: the HTTP API, the real function code in an in-process host, Azurite, the ML stand-in.
+
+The only thing not real is ``MLClient``: the registry's ``azure_ml`` factory is the production ``create`` given
+a :class:`StandInMLClient`. The test plays Azure ML's part: it moves the stand-in's job through its statuses and,
+for a job that completes, runs the real workload on the inputs the job mounts and uploads what it wrote to the
+job's output folders, as Azure ML's ``rw_mount`` outputs would.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.cli.client import TERMINAL, ApiClient
+from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
+from hastegeo.compute.context import BackendContext
+from hastegeo.compute.registry import DEFAULT_FACTORIES
+from hastegeo.config import get_settings
+from hastegeo.devhost.azurite import Azurite
+from hastegeo.devhost.functions import FunctionRegistry, load_app
+from hastegeo.devhost.host import DevHost
+from hastegeo.devhost.queue_driver import DriverOptions
+from hastegeo.runtime import reset_runtime
+from hastegeo.testing.aml_standin import StandInMLClient
+from hastegeo.workflows.artifacts import package
+from hastegeo.workflows.runtime import WORKDIR_VARIABLE, iter_files, run_main
+
+pytestmark = [pytest.mark.azurite]
+REPO = Path(__file__).resolve().parents[2]
+IMAGE = "hasteacr.azurecr.io/haste/runtime:1.0"
+JobView = dict[str, Any]  # a job as GET /api/jobs/{id} returns it
+
+
+@dataclass
+class Stack:
+    client: ApiClient
+    standin: StandInMLClient
+    blobs: BlobServiceClient
+    inputs: str
+    outputs: str
+
+
+def function_app() -> FunctionRegistry:
+    """``function_app:app`` itself. A FunctionApp refuses a second ``get_functions()`` (it remembers the names it
+    indexed) and the suite indexes it more than once (tests/integration/test_api.py, one host per test here), so
+    the host indexes a shallow copy: the same decorated functions, without that memory."""
+    app = copy.copy(load_app("function_app:app", REPO))
+    app.functions_bindings = {}  # type: ignore[attr-defined]
+    return app
+
+
+@pytest.fixture
+def start(
+    azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Path
+) -> Iterator[Callable[..., Stack]]:
+    """``start(**env)``: a host over the real app with Azure ML (on the stand-in) enabled, fresh runtime."""
+    hosts: list[DevHost] = []
+
+    def run(**env: str) -> Stack:
+        settings = {
+            "AzureWebJobsStorage": azurite.connection_string,
+            "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+            "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+            "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+            "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+            "HASTE_BACKENDS_ENABLED": "local,azure_ml",
+            "HASTE_POLL_INITIAL_S": "1",
+            "HASTE_POLL_MAX_S": "1",
+            "AML_MODE": "Existing",
+            "AML_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
+            "AML_RESOURCE_GROUP": "rg-haste",
+            "AML_WORKSPACE": "ws-haste",
+            "AML_IMAGE": IMAGE,
+            "AML_COMPUTE": "artifacts=haste-cpu",
+            "AML_RETRY_DELAY_S": "0.1",
+            **env,
+        }
+        for key, value in settings.items():
+            clean_env.setenv(key, value)
+        standin = StandInMLClient()
+
+        def factory(context: BackendContext) -> AzureMLBackend:  # the production factory, on the stand-in
+            return create(context, client_factory=lambda _settings: standin)
+
+        clean_env.setitem(cast(dict[str, Any], DEFAULT_FACTORIES), "azure_ml", factory)
+        get_settings.cache_clear()
+        reset_runtime()
+        blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
+        blobs.create_container(settings["HASTE_INPUTS_CONTAINER"])  # unique per test: new
+        options = DriverOptions(lease_seconds=5, stop_grace=1.0)
+        hosts.append(DevHost(function_app(), app_dir=REPO, port=0, driver_options=options).start())
+        client = ApiClient(hosts[-1].base_url, timeout=10)
+        return Stack(client, standin, blobs, settings["HASTE_INPUTS_CONTAINER"], settings["HASTE_OUTPUTS_CONTAINER"])
+
+    yield run
+    for host in hosts:
+        host.stop(timeout=3)
+    reset_runtime()
+    get_settings.cache_clear()
+
+
+def wait_for(client: ApiClient, job_id: str, done: Callable[[JobView], bool], timeout: float = 15) -> JobView:
+    deadline = time.monotonic() + timeout
+    while not done(job := client.get(job_id)):
+        if time.monotonic() > deadline:
+            lines = [event["message"] for event in job["history"]][-6:]
+            raise AssertionError(f"job {job_id} is {job['state']} after {timeout}s: {lines}")
+        time.sleep(0.1)
+    return job
+
+
+def messages(job: JobView) -> list[str]:
+    return [event["message"] for event in job["history"]]
+
+
+def submit(stack: Stack, *, bound: bool = True, blob: str = "p1/scene.txt") -> str:
+    stack.blobs.get_blob_client(stack.inputs, blob).upload_blob(b"a small input\n" * 64, overwrite=True)
+    request = {"workload": "artifacts", "projectId": "p1", "backend": "azure_ml", "inputs": [{"blob": blob}]}
+    job_id = str(stack.client.submit(request)["id"])
+    if bound:
+        wait_for(stack.client, job_id, lambda job: job["state"] == "running")  # bound to its Azure ML job
+    return job_id
+
+
+def play_azure_ml(stack: Stack, job_id: str, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Azure ML does for the command job: mount inputs, run the workload, write its output folders."""
+    job = stack.standin.submitted(f"haste-{job_id}")
+    for mounted in job.inputs.values():
+        blob = mounted.path.split("/paths/", 1)[1]
+        (workdir / "inputs").mkdir(parents=True, exist_ok=True)
+        (workdir / "inputs" / blob.rsplit("/", 1)[-1]).write_bytes(
+            stack.blobs.get_blob_client(stack.inputs, blob).download_blob().readall()
+        )
+    monkeypatch.setenv(WORKDIR_VARIABLE, str(workdir))
+    monkeypatch.setenv("HASTE_PARAMS_JSON", job.environment_variables["HASTE_PARAMS_JSON"])
+    assert run_main("artifacts", package) == 0
+    for folder in ("outputs", "logs"):
+        datastore = stack.outputs.replace("-", "_")
+        prefix = f"jobs/{job_id}/{folder}/"
+        assert job.outputs[folder].path == f"azureml://datastores/{datastore}/paths/{prefix}"
+        for path in iter_files(workdir / folder):
+            name = prefix + path.relative_to(workdir / folder).as_posix()
+            stack.blobs.get_blob_client(stack.outputs, name).upload_blob(path.read_bytes(), overwrite=True)
+
+
+def test_an_azure_ml_job_succeeds_through_the_api(
+    start: Callable[..., Stack], clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    stack = start()
+    job_id = submit(stack)
+    name = f"haste-{job_id}"
+    assert [n for op, n in stack.standin.calls if op == "jobs.create_or_update"] == [name]  # one, by our name
+    assert stack.standin.submitted(name).compute == "haste-cpu"
+    stack.standin.set_status(name, "Running")
+    wait_for(stack.client, job_id, lambda job: "Azure ML: Running (running)" in messages(job))
+    play_azure_ml(stack, job_id, tmp_path / "aml", clean_env)
+    stack.standin.set_status(name, "Completed")
+
+    final = wait_for(stack.client, job_id, lambda job: job["state"] in TERMINAL)
+    assert final["state"] == "succeeded", messages(final)
+    assert final["backend"] == "azure_ml"
+    assert [o["name"] for o in final["outputs"]] == ["outputs/artifacts_manifest.json", "outputs/artifacts.zip"]
+    assert all(o["blob"].startswith(f"{stack.outputs}/jobs/{job_id}/outputs/") for o in final["outputs"])
+    assert final["summary"] == {"files": 1, "bytes": 14 * 64}
+    assert any(m.startswith("submitted to azure_ml (") and f"job_name={name}" in m for m in messages(final))
+    assert messages(final)[-1] == "succeeded with 2 output(s)"
+    order = ["queued", "submitting", "running", "postprocessing", "succeeded"]
+    states = [event["state"] for event in final["history"]]
+    assert sorted(set(states), key=order.index) == order
+    assert states == sorted(states, key=order.index)
+
+
+def test_canceled_azure_ml_jobs_end_cancelled(start: Callable[..., Stack]) -> None:
+    stack = start()
+    external, requested = submit(stack), submit(stack)
+    stack.standin.set_status(f"haste-{external}", "Running")
+    stack.standin.set_status(f"haste-{external}", "Canceled")  # e.g. canceled in Azure ML studio
+    stack.client.cancel(requested)  # through the API: the adapter asks Azure ML to cancel
+    wait_for(stack.client, requested, lambda job: job["state"] == "cancel_requested")
+    assert ("jobs.begin_cancel", f"haste-{requested}") in stack.standin.calls
+    stack.standin.set_status(f"haste-{requested}", "Canceled")  # Azure ML finishes the cancellation
+
+    for job_id in (external, requested):
+        final = wait_for(stack.client, job_id, lambda job: job["state"] in TERMINAL)
+        assert final["state"] == "cancelled", messages(final)
+        assert final["reason"] == "The Azure ML job was canceled"
+        assert "cancelled: The Azure ML job was canceled" in messages(final)
+        assert "succeeded" not in {event["state"] for event in final["history"]}
+        assert final["outputs"] == []
+
+
+def test_a_missing_registered_environment_is_created_once(start: Callable[..., Stack]) -> None:
+    stack = start(AML_ENVIRONMENT_SOURCE="registered", AML_ENVIRONMENT="haste-runtime@latest")
+    ids = [submit(stack, bound=False) for _ in range(2)]  # side by side: both submits may race to create it
+    jobs = [wait_for(stack.client, job_id, lambda job: job["state"] == "running") for job_id in ids]
+
+    assert stack.standin.count("environments.create_or_update") == 1
+    assert stack.standin.count("jobs.create_or_update") == 2
+    note = f"Environment haste-runtime:1 did not exist and was created from image:{IMAGE}"
+    bind_lines = [next(m for m in messages(job) if m.startswith("submitted to azure_ml (")) for job in jobs]
+    assert sum(line.endswith(f"; {note}") for line in bind_lines) == 1, bind_lines  # the submit that created it
+    assert all("environment=haste-runtime:1" in line for line in bind_lines)
+    for job_id in ids:
+        assert stack.standin.submitted(f"haste-{job_id}").environment == "azureml:haste-runtime:1"
+        stack.standin.set_status(f"haste-{job_id}", "Canceled")  # end both, leaving no poll chain behind
+    for job_id in ids:
+        assert wait_for(stack.client, job_id, lambda job: job["state"] in TERMINAL)["state"] == "cancelled"
