@@ -47,8 +47,9 @@ demo: install ## Start the embedded stack and run a real job end to end through 
 dev: install ## Start Azurite and the development Functions host until Ctrl-C
 	$(PY) -m hastegeo.cli.main dev
 
-bench: install ## Benchmark the pipeline against plain subprocess launches (JOBS=200)
+bench: install ## Pipeline vs plain subprocess launches (JOBS=200), then per-workload runtime and peak memory
 	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS)
+	$(PY) -m tests.bench.workloads_bench --sizes 512 4096
 
 clean: ## Remove the virtualenv, npm packages and caches
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .haste

@@ -13,6 +13,7 @@ from api.problems import json_response, problem
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, parse_request
 from hastegeo.runtime import get_runtime
+from hastegeo.store.read_urls import READ_URL_TTL, read_url
 from hastegeo.utils.errors import (
     BackendUnavailableError,
     ConflictError,
@@ -86,10 +87,19 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
     job_id = req.route_params.get("id", "")
     if not _JOB_ID.match(job_id):
         return problem(404, "Job not found")
+    runtime = get_runtime()
     try:
-        return json_response(get_runtime().store.get(job_id).api_view())
+        view = runtime.store.get(job_id).api_view()
     except JobNotFoundError:
         return problem(404, "Job not found", f"No job with id {job_id}")
+    if req.params.get("readUrls", "").lower() == "true":
+        # Signed per blob, read-only, short-lived; made for this response and never stored.
+        now = runtime.deps.clock()
+        for output in view["outputs"]:
+            container, _, blob = output["blob"].partition("/")
+            output["url"] = read_url(runtime.blobs, container, blob, now)
+        view["readUrlsExpireAt"] = (now + READ_URL_TTL).isoformat()
+    return json_response(view)
 
 
 @bp.route(route="jobs/{id}/cancel", methods=["POST"])

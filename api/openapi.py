@@ -123,7 +123,16 @@ def openapi_document() -> dict[str, Any]:
             "/jobs/{id}": {
                 "get": {
                     "operationId": "getJob",
-                    "parameters": [_JOB_ID],
+                    "parameters": [
+                        _JOB_ID,
+                        {
+                            "name": "readUrls",
+                            "in": "query",
+                            "required": False,
+                            "description": "true: add a read-only URL valid for 15 minutes to each output",
+                            "schema": {"type": "string", "enum": ["true", "false"]},
+                        },
+                    ],
                     "responses": {"200": _json("The job", "Job"), "404": _problem("No such job")},
                 }
             },

@@ -139,3 +139,36 @@ def test_backends_health_and_openapi_match_the_routes() -> None:
             for method in trigger["methods"]:
                 served.add((f"/api/{trigger['route']}", getattr(method, "value", method)))
     assert documented == served
+
+
+@pytest.mark.usefixtures("api")
+def test_read_urls_only_when_asked_short_lived_and_never_stored(tmp_path: Any) -> None:
+    import time
+    import urllib.request
+
+    from hastegeo.store.queues import JobMessage
+
+    runtime = get_runtime()
+    runtime.blobs.get_container_client(runtime.settings.storage.inputs_container).upload_blob("p1/a.txt", b"alpha")
+    _, job, _ = call("submit_job", "POST", "/api/jobs", VALID)
+    runtime.submit.handle(JobMessage(job_id=job["id"], kind="submit"))
+    deadline = time.monotonic() + 30
+    while not runtime.store.get(job["id"]).state.terminal:
+        assert time.monotonic() < deadline
+        runtime.poll.handle(JobMessage(job_id=job["id"], kind="nudge"))
+        time.sleep(0.05)
+
+    _, plain, _ = call("get_job", "GET", f"/api/jobs/{job['id']}", route_params={"id": job["id"]})
+    assert plain["state"] == "succeeded"
+    assert all("url" not in output for output in plain["outputs"])
+    _, signed, _ = call(
+        "get_job", "GET", f"/api/jobs/{job['id']}", route_params={"id": job["id"]}, params={"readUrls": "true"}
+    )
+    zipped = next(o for o in signed["outputs"] if o["name"] == "outputs/artifacts.zip")
+    assert "sp=r" in zipped["url"]
+    assert "se=" in zipped["url"]
+    with urllib.request.urlopen(zipped["url"], timeout=10) as response:
+        assert response.read()[:2] == b"PK"
+    stored = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
+    document = stored.download_blob(f"jobs/{job['id']}.json").readall().decode()
+    assert "sig=" not in document
