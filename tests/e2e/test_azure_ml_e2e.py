@@ -8,7 +8,6 @@ job's output folders, as Azure ML's ``rw_mount`` outputs would.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from hastegeo.compute.context import BackendContext
 from hastegeo.compute.registry import DEFAULT_FACTORIES
 from hastegeo.config import get_settings
 from hastegeo.devhost.azurite import Azurite
-from hastegeo.devhost.functions import FunctionRegistry, load_app
+from hastegeo.devhost.functions import load_app
 from hastegeo.devhost.host import DevHost
 from hastegeo.devhost.queue_driver import DriverOptions
 from hastegeo.runtime import reset_runtime
@@ -45,15 +44,6 @@ class Stack:
     blobs: BlobServiceClient
     inputs: str
     outputs: str
-
-
-def function_app() -> FunctionRegistry:
-    """``function_app:app`` itself. A FunctionApp refuses a second ``get_functions()`` (it remembers the names it
-    indexed) and the suite indexes it more than once (tests/integration/test_api.py, one host per test here), so
-    the host indexes a shallow copy: the same decorated functions, without that memory."""
-    app = copy.copy(load_app("function_app:app", REPO))
-    app.functions_bindings = {}  # type: ignore[attr-defined]
-    return app
 
 
 @pytest.fixture
@@ -95,7 +85,7 @@ def start(
         blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
         blobs.create_container(settings["HASTE_INPUTS_CONTAINER"])  # unique per test: new
         options = DriverOptions(lease_seconds=5, stop_grace=1.0)
-        hosts.append(DevHost(function_app(), app_dir=REPO, port=0, driver_options=options).start())
+        hosts.append(DevHost(load_app("function_app:app", REPO), app_dir=REPO, port=0, driver_options=options).start())
         client = ApiClient(hosts[-1].base_url, timeout=10)
         return Stack(client, standin, blobs, settings["HASTE_INPUTS_CONTAINER"], settings["HASTE_OUTPUTS_CONTAINER"])
 

@@ -13,6 +13,7 @@ warning rather than half-emulated.
 from __future__ import annotations
 
 import asyncio
+import copy
 import importlib
 import inspect
 import logging
@@ -118,11 +119,25 @@ def _queue_outputs(bindings: list[dict[str, Any]], function_name: str) -> tuple[
     return tuple(outputs)
 
 
+def _index(app: FunctionRegistry) -> list[Any]:
+    """``app.get_functions()`` on a shallow copy.
+
+    A FunctionApp remembers the names it indexed and refuses a second
+    ``get_functions()``; the platform indexes once per worker, but one process
+    may start a host several times (tests) or a test may index it too. The
+    copy has the same decorated functions without that memory.
+    """
+    indexed = copy.copy(app)
+    if hasattr(indexed, "functions_bindings"):
+        indexed.functions_bindings = {}
+    return list(indexed.get_functions())
+
+
 def discover(app: FunctionRegistry) -> AppFunctions:
     """The HTTP- and queue-triggered functions of ``app``; other triggers are skipped with a warning."""
     http: list[HttpFunction] = []
     queues: list[QueueFunction] = []
-    for function in app.get_functions():
+    for function in _index(app):
         name = function.get_function_name()
         trigger = function.get_trigger()
         spec = trigger.get_dict_repr() if trigger is not None else {}

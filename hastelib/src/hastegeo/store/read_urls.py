@@ -10,6 +10,7 @@ never hold one.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from azure.storage.blob import BlobSasPermissions, BlobServiceClient, generate_blob_sas
 
@@ -19,27 +20,20 @@ READ_URL_TTL = timedelta(minutes=15)
 def read_url(service: BlobServiceClient, container: str, blob: str, now: datetime) -> str:
     """A URL that reads ``container/blob`` until ``now + READ_URL_TTL``."""
     expiry = now + READ_URL_TTL
-    credential = service.credential
-    account_key = getattr(credential, "account_key", None)
-    if account_key:
-        signature = generate_blob_sas(
-            account_name=str(service.account_name),
-            container_name=container,
-            blob_name=blob,
-            account_key=account_key,
-            permission=BlobSasPermissions(read=True),
-            expiry=expiry,
-            start=now - timedelta(minutes=5),  # tolerate clock skew
-        )
-    else:
-        key = service.get_user_delegation_key(now - timedelta(minutes=5), expiry)
-        signature = generate_blob_sas(
-            account_name=str(service.account_name),
-            container_name=container,
-            blob_name=blob,
-            user_delegation_key=key,
-            permission=BlobSasPermissions(read=True),
-            expiry=expiry,
-            start=now - timedelta(minutes=5),
-        )
+    start = now - timedelta(minutes=5)  # tolerate clock skew
+    account_key = getattr(service.credential, "account_key", None)
+    signing: dict[str, Any] = (
+        {"account_key": account_key}
+        if account_key
+        else {"user_delegation_key": service.get_user_delegation_key(start, expiry)}
+    )
+    signature = generate_blob_sas(
+        account_name=str(service.account_name),
+        container_name=container,
+        blob_name=blob,
+        permission=BlobSasPermissions(read=True),
+        expiry=expiry,
+        start=start,
+        **signing,
+    )
     return f"{service.get_blob_client(container, blob).url}?{signature}"
