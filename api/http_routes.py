@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 
@@ -11,7 +10,7 @@ import azure.functions as func
 from api.openapi import openapi_document
 from api.problems import json_response, problem
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.accept import RequestRejected, parse_request
+from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
 from hastegeo.runtime import get_runtime
 from hastegeo.store.read_urls import READ_URL_TTL, read_url
 from hastegeo.utils.errors import (
@@ -36,15 +35,11 @@ def submit_job(req: func.HttpRequest) -> func.HttpResponse:
     body = req.get_body()
     if len(body) > runtime.settings.pipeline.max_body_bytes:
         return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
-    try:
-        decoded = json.loads(body or b"null")
-    except ValueError as exc:
-        return problem(400, "The body is not valid JSON", str(exc))
     key = req.headers.get("Idempotency-Key")
     if key is not None and not (1 <= len(key) <= 200):
         return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
     try:
-        request = parse_request(decoded)
+        request = parse_request(decode_body(body))
         accepted = runtime.acceptor.accept(request, idempotency_key=key)
     except RequestRejected as exc:
         return problem(400, exc.title, errors=exc.errors)

@@ -64,3 +64,17 @@ def test_bad_backend_and_workload() -> None:
 
 def test_not_an_object() -> None:
     assert errors_of([1, 2])[0][0] == ""
+
+
+def test_deeply_nested_bodies_are_refused_without_recursion() -> None:
+    from hastegeo.pipeline.accept import decode_body
+
+    with pytest.raises(RequestRejected, match="nested too deeply"):
+        decode_body("[" * 100_000 + "]" * 100_000)
+    nested: Any = {"leaf": 1}
+    for _ in range(40):
+        nested = {"n": nested}
+    with pytest.raises(RequestRejected, match="nested too deeply"):
+        parse_request({**VALID, "parameters": nested})
+    with pytest.raises(RequestRejected, match="not valid JSON"):
+        decode_body(b"\xff\xfe{")

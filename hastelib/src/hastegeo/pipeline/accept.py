@@ -8,6 +8,7 @@ that is rejected.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,6 +46,36 @@ class Accepted:
     created: bool
 
 
+MAX_JSON_DEPTH = 32
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of decoded JSON, computed without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def decode_body(raw: bytes | str) -> Any:
+    """Decode a JSON request body.
+
+    Raises:
+        RequestRejected: not JSON, not UTF-8, or nested deeper than a job request ever is.
+    """
+    try:
+        return json.loads(raw or "null")
+    except RecursionError:
+        raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")]) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestRejected("The body is not valid JSON", [("", str(exc))]) from None
+
+
 def parse_request(body: Any) -> JobRequest:
     """Validate a decoded JSON body as a :class:`JobRequest`.
 
@@ -53,6 +84,8 @@ def parse_request(body: Any) -> JobRequest:
     """
     if not isinstance(body, Mapping):
         raise RequestRejected("The body must be a JSON object", [("", "expected an object")])
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")])
     owned = server_owned_fields_in(body)
     if owned:
         raise RequestRejected(

@@ -8,11 +8,10 @@ idempotency key, so a redelivered message never creates a second job.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 
-from hastegeo.pipeline.accept import JobAcceptor, RequestRejected, parse_request
+from hastegeo.pipeline.accept import JobAcceptor, RequestRejected, decode_body, parse_request
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.utils.errors import BackendUnavailableError, ConflictError, InvalidJobError
 from hastegeo.utils.redaction import redact
@@ -29,12 +28,7 @@ class UpstreamStep:
     def handle(self, text: str, message_id: str) -> str | None:
         """Accept the request. Returns the job id, or None when the request was rejected."""
         try:
-            body = json.loads(text)
-        except json.JSONDecodeError as exc:
-            self._reject(message_id, f"not valid JSON: {exc.msg} at position {exc.pos}", text)
-            return None
-        try:
-            request = parse_request(body)
+            request = parse_request(decode_body(text))
             accepted = self._acceptor.accept(request, idempotency_key=f"queue-message:{message_id}", source="queue")
         except RequestRejected as exc:
             self._reject(message_id, str(exc), text)
