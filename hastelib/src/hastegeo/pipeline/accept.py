@@ -23,6 +23,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, keyed_job_id, new_job_id
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.utils.errors import ConflictError, InvalidJobError
+from hastegeo.utils.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +70,47 @@ def decode_body(raw: bytes | str) -> Any:
         RequestRejected: not JSON, not UTF-8, or nested deeper than a job request ever is.
     """
     try:
-        return json.loads(raw or "null")
+        decoded = json.loads(raw or "null", parse_constant=_no_constant, parse_float=_finite_float)
+        # Lone surrogates are valid JSON escapes but cannot be stored as UTF-8.
+        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
+        return decoded
     except RecursionError:
         raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")]) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise RequestRejected("The body is not valid JSON", [("", str(exc))]) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def credential_paths(body: Any) -> list[str]:
+    """Paths of string values that hold a credential (a SAS signature, key, token, connection string).
+
+    Clients never send storage credentials: inputs name blobs, and the server signs what it hands out.
+    """
+    found, stack = [], [(body, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if redact(item) != item:
+                found.append(path)
+        elif isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return sorted(found)
 
 
 def parse_request(body: Any) -> JobRequest:
@@ -86,6 +123,12 @@ def parse_request(body: Any) -> JobRequest:
         raise RequestRejected("The body must be a JSON object", [("", "expected an object")])
     if json_depth(body) > MAX_JSON_DEPTH:
         raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")])
+    secrets = credential_paths(body)
+    if secrets:
+        raise RequestRejected(
+            "Credentials cannot be sent in a job request",
+            [(_short(path), "holds a credential (signature, key or token); name blobs instead") for path in secrets],
+        )
     owned = server_owned_fields_in(body)
     if owned:
         raise RequestRejected(
@@ -97,9 +140,9 @@ def parse_request(body: Any) -> JobRequest:
     except ValidationError as exc:
         errors = []
         for error in exc.errors(include_url=False, include_input=False):
-            path = _path(error["loc"])
+            path = _short(_path(error["loc"]))
             message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-            errors.append((path, message.removeprefix("Value error, ")))
+            errors.append((path, _short(message.removeprefix("Value error, "), 300)))
         raise RequestRejected("The job request is invalid", errors) from None
 
 

@@ -47,7 +47,7 @@ class UpstreamStep:
         now = self._deps.clock()
         name = self._deps.store.save_rejection(
             f"{now:%Y-%m-%d}/{safe_id}",
-            {"messageId": message_id, "receivedAt": now.isoformat(), "reason": redact(reason),
+            {"messageId": message_id, "receivedAt": now.isoformat(), "reason": redact(reason)[:KEPT_BODY_CHARS],
              "body": redact(text[:KEPT_BODY_CHARS]), "truncated": len(text) > KEPT_BODY_CHARS},
         )  # fmt: skip
         log.warning("rejected upstream request %s: %s (kept as %s)", message_id, redact(reason)[:300], name)

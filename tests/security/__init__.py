@@ -1,0 +1,1 @@
+"""Security tests: hostile input, path safety, outbound-fetch policy and secret leakage."""

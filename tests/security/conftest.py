@@ -1,0 +1,73 @@
+"""Fixtures for the security suite: a runtime on the session's Azurite, and one shared LocalStack."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from azure.storage.blob import BlobServiceClient, ContainerClient
+from azure.storage.queue import QueueClient
+
+from hastegeo.cli.stack import LocalStack
+from hastegeo.config import load_settings
+from hastegeo.devhost.azurite import Azurite
+from hastegeo.runtime import Runtime, build_runtime
+
+RuntimeFactory = Callable[..., Runtime]
+STACK_JOBS_CONTAINER = "haste-jobs"
+STACK_INPUTS_CONTAINER = "haste-inputs"
+
+
+@pytest.fixture
+def make_runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[RuntimeFactory]:
+    """Build a pipeline runtime on the session Azurite, isolated by container names (like the integration suite)."""
+    built: list[Runtime] = []
+
+    def factory(**overrides: str) -> Runtime:
+        env = {
+            "AzureWebJobsStorage": azurite.connection_string,
+            "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+            "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+            "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+            "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+            "HASTE_LOCAL_SLOTS": "2",
+            "HASTE_POLL_INITIAL_S": "1",
+            **overrides,
+        }
+        runtime = build_runtime(load_settings(env))
+        built.append(runtime)
+        return runtime
+
+    yield factory
+    for runtime in built:
+        for adapter in runtime.registry.built().values():
+            close = getattr(adapter, "close", None)
+            if close is not None:
+                close()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """One Azurite + development host for the whole security suite (start-up costs seconds)."""
+    settings = {"HASTE_LOCAL_SLOTS": "2", "HASTE_POLL_INITIAL_S": "1", "HASTE_POLL_MAX_S": "2"}
+    with LocalStack(tmp_path_factory.mktemp("security-stack"), settings=settings, lease_seconds=5) as running:
+        yield running
+
+
+def stack_container(stack: LocalStack, name: str = STACK_JOBS_CONTAINER) -> ContainerClient:
+    return BlobServiceClient.from_connection_string(stack.azurite.connection_string).get_container_client(name)
+
+
+def stack_queue(stack: LocalStack, name: str) -> QueueClient:
+    return QueueClient.from_connection_string(stack.azurite.connection_string, name)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.2) -> None:
+    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)

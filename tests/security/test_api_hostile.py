@@ -1,0 +1,282 @@
+"""Hostile requests to the HTTP API: never a 5xx, every 4xx is problem+json, nothing stored or enqueued.
+
+The handlers are called as the Functions host calls them (a real runtime on Azurite); a few cases also go
+over real HTTP through the development host, where routing and body decoding happen for real.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import azure.functions as func
+import pytest
+
+import api.http_routes as routes
+from hastegeo.cli.stack import LocalStack
+from hastegeo.config import get_settings
+from hastegeo.devhost.azurite import Azurite
+from hastegeo.models.states import JobState
+from hastegeo.runtime import get_runtime, reset_runtime
+from hastegeo.store.queues import SUBMIT_QUEUE
+
+pytestmark = pytest.mark.azurite
+
+MAX_BODY = 200_000
+VALID: dict[str, Any] = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
+Handler = Callable[[func.HttpRequest], func.HttpResponse]
+
+
+def _handler(builder: object) -> Handler:
+    # function_app.app.get_functions() refuses a second call per process; read each blueprint function directly.
+    function: Handler = builder._function.get_user_function()  # type: ignore[attr-defined]
+    return function
+
+
+HANDLERS: dict[str, Handler] = {
+    "submit_job": _handler(routes.submit_job),
+    "get_job": _handler(routes.get_job),
+    "cancel_job": _handler(routes.cancel_job),
+    "list_jobs": _handler(routes.list_jobs),
+}
+
+
+@pytest.fixture
+def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Path) -> Iterator[None]:
+    clean_env.setenv("AzureWebJobsStorage", azurite.connection_string)
+    clean_env.setenv("HASTE_JOBS_CONTAINER", f"jobs-{unique}")
+    clean_env.setenv("HASTE_INPUTS_CONTAINER", f"inputs-{unique}")
+    clean_env.setenv("HASTE_OUTPUTS_CONTAINER", f"outputs-{unique}")
+    clean_env.setenv("HASTE_LOCAL_ROOT", str(tmp_path))
+    clean_env.setenv("HASTE_MAX_BODY_BYTES", str(MAX_BODY))
+    get_settings.cache_clear()
+    reset_runtime()
+    yield
+    for adapter in get_runtime().registry.built().values():
+        getattr(adapter, "close", lambda: None)()
+    reset_runtime()
+    get_settings.cache_clear()
+
+
+def call(name: str, method: str, url: str, body: bytes = b"", **kwargs: Any) -> tuple[int, Any, func.HttpResponse]:
+    """Call a handler; an exception escaping it is what the host turns into a 500."""
+    request = func.HttpRequest(method=method, url=url, body=body, **kwargs)
+    try:
+        response = HANDLERS[name](request)
+    except Exception as exc:  # the platform answers 500 for an unhandled exception
+        return 500, {"exception": f"{type(exc).__name__}: {exc}"[:300]}, func.HttpResponse(status_code=500)
+    return response.status_code, json.loads(response.get_body() or b"null"), response
+
+
+def assert_problem(status: int, body: Any, response: func.HttpResponse, expected: int) -> None:
+    assert status == expected, body
+    assert response.mimetype == "application/problem+json"
+    assert isinstance(body, dict)
+    assert body.get("status") == expected
+    assert isinstance(body.get("title"), str)
+    assert body["title"].strip()
+
+
+def footprint() -> tuple[int, int]:
+    runtime = get_runtime()
+    container = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
+    blobs = sum(1 for _ in container.list_blobs())
+    depth = int(runtime.queues.client(SUBMIT_QUEUE).get_queue_properties().approximate_message_count or 0)
+    return blobs, depth
+
+
+def submit(body: bytes) -> tuple[int, Any, func.HttpResponse]:
+    return call("submit_job", "POST", "/api/jobs", body)
+
+
+def with_inputs(*inputs: dict[str, str]) -> bytes:
+    return json.dumps({**VALID, "inputs": list(inputs)}).encode()
+
+
+BAD_BODIES: dict[str, bytes] = {
+    "deeply-nested-array": b"[" * 100_000 + b"]" * 100_000,
+    "deeply-nested-object": b'{"a":' * 30_000 + b"1" + b"}" * 30_000,
+    "nested-in-parameters": json.dumps({**VALID, "parameters": {"x": "@"}})
+    .encode()
+    .replace(b'"@"', b"[" * 3000 + b"]" * 3000),
+    "not-utf8-leading-bytes": b"\xff\xfe\xfa" + json.dumps(VALID).encode(),
+    "not-utf8-inside-string": b'{"workload": "artifacts", "projectId": "p\xff1"}',
+    "integer-too-long": b'{"workload": "artifacts", "projectId": "p1", "parameters": {"n": ' + b"9" * 5000 + b"}}",
+    "float-overflow": json.dumps({**VALID, "parameters": {"compressLevel": 0}}).encode().replace(b": 0}", b": 1e400}"),
+    "nan": json.dumps({**VALID, "parameters": {"compressLevel": 0}}).encode().replace(b": 0}", b": NaN}"),
+    "json-array": json.dumps([VALID]).encode(),
+    "json-null": b"null",
+    "empty": b"",
+    "nul-in-project": json.dumps({**VALID, "projectId": "p1\u0000"}).encode(),
+    "server-owned": json.dumps({**VALID, "handle": {"backend": "local", "providerIds": {}}, "outputs": []}).encode(),
+}
+
+TRAVERSAL_BLOBS = [
+    "../secret.txt",
+    "p1/../../other/secret.txt",
+    "p1/./a.txt",
+    "/etc/passwd",
+    "//evil.example/share",
+    "p1//a.txt",
+    "..\\..\\windows\\win.ini",
+    "p1\\a.txt",
+    "C:\\Windows\\win.ini",
+    "file:///etc/passwd",
+    "file:p1/a.txt",
+    "ftp://evil.example/a.txt",
+    "https://evil.example/a.txt",
+    "http://169.254.169.254/metadata",
+    "p1/a.txt?sv=x&sig=y",
+    "p1/%2e%2e/%2e%2e/x",
+    "..",
+    ".",
+    "",
+    "p1/a.txt\n../x",
+]
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("case", sorted(BAD_BODIES))
+def test_hostile_body_gets_a_400_problem_and_stores_nothing(case: str) -> None:
+    before = footprint()
+    status, body, response = submit(BAD_BODIES[case])
+    assert_problem(status, body, response, 400)
+    assert footprint() == before
+
+
+@pytest.mark.usefixtures("api")
+def test_a_body_one_byte_over_the_limit_is_a_413_and_one_at_the_limit_is_not() -> None:
+    before = footprint()
+    at_limit = json.dumps(VALID).encode().ljust(MAX_BODY, b" ")
+    over = at_limit + b" "
+    status, body, response = submit(over)
+    assert_problem(status, body, response, 413)
+    assert footprint() == before
+    status, body, _ = submit(at_limit)
+    assert status in (200, 202), body
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("blob", TRAVERSAL_BLOBS)
+def test_input_names_that_escape_or_carry_a_scheme_are_refused(blob: str) -> None:
+    before = footprint()
+    for inputs in ({"blob": blob}, {"blob": "p1/a.txt", "dest": blob}):
+        status, body, response = submit(with_inputs(inputs))
+        assert_problem(status, body, response, 400)
+        assert any(error["field"].startswith("inputs[0].") for error in body.get("errors", [])), body
+    assert footprint() == before
+
+
+@pytest.mark.usefixtures("api")
+def test_a_job_id_input_from_another_project_is_a_400_indistinguishable_from_a_missing_job() -> None:
+    status, other, _ = submit(json.dumps({**VALID, "projectId": "other"}).encode())
+    assert status == 202
+    assert other["state"] == JobState.QUEUED.value
+    before = footprint()
+
+    status, foreign, response = submit(with_inputs({"jobId": other["id"]}))
+    assert_problem(status, foreign, response, 400)
+    status, missing, response = submit(with_inputs({"jobId": "no-such-job-0000"}))
+    assert_problem(status, missing, response, 400)
+
+    assert footprint() == before
+    leaked = json.dumps(foreign)
+    assert "other" not in leaked.replace(other["id"], "")
+    assert JobState.QUEUED.value not in leaked
+    assert foreign["title"] == missing["title"]
+    assert foreign["detail"].replace(other["id"], "ID") == missing["detail"].replace("no-such-job-0000", "ID")
+
+
+ODD_IDS = [
+    "../jobs",
+    "..%2F..%2Fjobs",
+    "A",
+    "a" * 64,
+    "-a",
+    "a b",
+    "a/b",
+    "a\\b",
+    "ünï",
+    "a\u0000b",
+    "%00",
+    "*",
+    "",
+    "a.json",
+]
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("job_id", ODD_IDS)
+def test_odd_job_ids_in_the_route_are_a_404_problem(job_id: str) -> None:
+    before = footprint()
+    for name, method, suffix in (("get_job", "GET", ""), ("cancel_job", "POST", "/cancel")):
+        status, body, response = call(name, method, f"/api/jobs/x{suffix}", route_params={"id": job_id})
+        assert_problem(status, body, response, 404)
+    assert footprint() == before
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("project", ["../p1", "P1", "", "p1/x", "*", "p1%00", "a" * 64])
+def test_odd_project_ids_when_listing_are_a_400_problem(project: str) -> None:
+    status, body, response = call("list_jobs", "GET", "/api/jobs", params={"projectId": project})
+    assert_problem(status, body, response, 400)
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("params", [{"pageSize": "1e9"}, {"pageSize": "-1"}, {"state": "x" * 10_000}])
+def test_odd_list_parameters_are_a_400_problem(params: dict[str, str]) -> None:
+    status, body, response = call("list_jobs", "GET", "/api/jobs", params={"projectId": "p1", **params})
+    assert_problem(status, body, response, 400)
+
+
+@pytest.mark.usefixtures("api")
+def test_a_lone_surrogate_in_a_label_is_a_400_not_a_500() -> None:
+    before = footprint()
+    status, body, response = submit(json.dumps({**VALID, "labels": {"a": "\ud800"}}).encode())
+    assert_problem(status, body, response, 400)
+    assert footprint() == before
+
+
+def _http(stack: LocalStack, method: str, path: str, body: bytes | None = None) -> tuple[int, str, Any]:
+    request = urllib.request.Request(f"{stack.base_url}{path}", data=body, method=method)
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=15) as response:
+            return int(response.status), response.headers.get_content_type(), json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            payload = raw[:200]
+        return exc.code, exc.headers.get_content_type(), payload
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("method", "path", "body", "expected"),
+    [
+        ("POST", "/api/jobs", b"[" * 100_000, 400),
+        ("POST", "/api/jobs", b"\xff\xfe\x00{", 400),
+        ("POST", "/api/jobs", json.dumps({**VALID, "inputs": [{"blob": "../../x"}]}).encode(), 400),
+        ("POST", "/api/jobs", json.dumps(VALID).encode().ljust(262_145, b" "), 413),
+        ("GET", "/api/jobs/..%2F..%2Fhaste-jobs", None, 404),
+        ("GET", "/api/jobs/%2e%2e", None, 404),
+        ("GET", "/api/jobs/UPPER", None, 404),
+        ("GET", "/api/jobs/a%00b", None, 404),
+        ("POST", "/api/jobs/%C3%BCn%C3%AF/cancel", None, 404),
+    ],
+)
+def test_hostile_requests_over_http_get_a_4xx_problem_from_the_development_host(
+    stack: LocalStack, method: str, path: str, body: bytes | None, expected: int
+) -> None:
+    status, content_type, payload = _http(stack, method, path, body)
+    assert status == expected, payload
+    assert content_type == "application/problem+json"
+    assert isinstance(payload, dict)
+    assert payload.get("status") == expected
+    assert payload.get("title")
