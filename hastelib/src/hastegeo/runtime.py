@@ -28,6 +28,7 @@ from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.control import CancelStep, PoisonStep
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.poll import PollStep
+from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
@@ -51,6 +52,7 @@ class Runtime:
     cancel: CancelStep
     poison: PoisonStep
     upstream: UpstreamStep
+    reconcile: ReconcileStep
 
 
 def storage_clients(settings: Settings) -> tuple[BlobServiceClient, QueueServiceClient]:
@@ -137,6 +139,7 @@ def build_runtime(
         cancel=CancelStep(deps),
         poison=PoisonStep(deps),
         upstream=UpstreamStep(deps, acceptor),
+        reconcile=ReconcileStep(deps),
     )
 
 

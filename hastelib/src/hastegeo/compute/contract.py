@@ -137,6 +137,9 @@ class ComputeBackend(Protocol):
     - ``read_output_tail(handle, path, offset) -> bytes | None``: the bytes of a
       file from ``offset`` on, so a running job's progress log can be followed
       without reading it whole on every poll.
+    - ``list_active() -> list[tuple[str, ComputeJobHandle]]``: the provider jobs
+      this backend is still running, by our job id, so the reconciler can stop
+      those whose record has ended or is gone.
     """
 
     name: ClassVar[str]

@@ -99,5 +99,14 @@ class ExecutionService:
             return None
         return data if isinstance(data, bytes) else None
 
+    def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
+        """Provider jobs still running on the backends built so far that can list them."""
+        active: list[tuple[str, ComputeJobHandle]] = []
+        for adapter in self._registry.built().values():
+            lister = getattr(adapter, "list_active", None)
+            if callable(lister):
+                active.extend(lister())
+        return active
+
     def _adapter(self, backend: str) -> ComputeBackend:
         return self._registry.get(backend)

@@ -70,6 +70,10 @@ class PollStep:
         if not status.state.terminal:
             if job.state is JobState.CANCEL_REQUESTED:
                 self._cancel_provider(job)
+            waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
+            if status.state is ComputeState.QUEUED and waited > deps.settings.pipeline.queued_deadline_s:
+                self._give_up(job, f"the provider did not start it within {deps.settings.pipeline.queued_deadline_s}s")
+                return
             self._progress(version, status, chain)
             return
         self._ended(version, status)

@@ -9,6 +9,7 @@ jobs newest first without scanning every document.
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 from collections.abc import Callable
@@ -32,6 +33,16 @@ _EPOCH_MAX_MS = 10**13
 
 
 Versioned = tuple[Job, str]  # a job and the ETag it was read or written with
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """What the reconciler needs to know about a job without reading its document."""
+
+    job_id: str
+    state: JobState | None
+    deadline_at: datetime | None
+    updated_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -61,7 +72,13 @@ class JobStore:
         The document is written before anything else may point to it.
         """
         try:
-            self._container.upload_blob(self.document_name(job.id), _dump(job), overwrite=False, content_settings=_JSON)
+            self._container.upload_blob(
+                self.document_name(job.id),
+                _dump(job),
+                overwrite=False,
+                content_settings=_JSON,
+                metadata=_metadata(job),
+            )
         except ResourceExistsError:
             return False
         self._container.upload_blob(self.index_name(job.project_id, job.created_at, job.id), b"", overwrite=True)
@@ -113,6 +130,7 @@ class JobStore:
                 result = self._container.get_blob_client(self.document_name(job_id)).upload_blob(
                     _dump(updated),
                     overwrite=True,
+                    metadata=_metadata(updated),
                     etag=etag,
                     match_condition=MatchConditions.IfNotModified,
                     content_settings=_JSON,
@@ -145,6 +163,31 @@ class JobStore:
         jobs = [job for job in found if job is not None and (states is None or job.state in states)]
         return JobPage(jobs=jobs, continuation_token=token or None)
 
+    def unfinished(self) -> builtins.list[Unfinished]:
+        """Every job not yet in a terminal state, from blob metadata (one listing, no document reads).
+
+        The reconciler walks this; metadata is written with every document, so
+        it is as fresh as the job itself.
+        """
+        found = []
+        for blob in self._container.list_blobs(name_starts_with="jobs/", include=["metadata"]):
+            meta = blob.metadata or {}
+            state = meta.get("state", "")
+            if state and JobState(state).terminal:
+                continue
+            job_id = blob.name.removeprefix("jobs/").removesuffix(".json")
+            deadline = meta.get("deadline")
+            updated = meta.get("updated")
+            found.append(
+                Unfinished(
+                    job_id=job_id,
+                    state=JobState(state) if state else None,
+                    deadline_at=datetime.fromisoformat(deadline) if deadline else None,
+                    updated_at=datetime.fromisoformat(updated) if updated else None,
+                )
+            )
+        return found
+
     def save_rejection(self, key: str, document: dict[str, object]) -> str:
         """Keep a rejected upstream request for operators (``rejected/<key>.json``). Returns the blob name."""
         name = f"rejected/{key}.json"
@@ -159,6 +202,10 @@ class JobStore:
         data = downloader.readall()
         etag = downloader.properties.etag
         return Job.model_validate(json.loads(data)), etag
+
+
+def _metadata(job: Job) -> dict[str, str]:
+    return {"state": job.state.value, "deadline": job.deadline_at.isoformat(), "updated": job.updated_at.isoformat()}
 
 
 def _dump(job: Job) -> bytes:

@@ -24,6 +24,7 @@ import tempfile
 import threading
 from collections import deque
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -31,7 +32,14 @@ from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeState, ComputeStatus, InputFile
+from hastegeo.compute.contract import (
+    BlobLocation,
+    ComputeJobHandle,
+    ComputeJobSpec,
+    ComputeState,
+    ComputeStatus,
+    InputFile,
+)
 from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError, describe_exception
 
@@ -107,6 +115,8 @@ class LocalBackend:
                 "env": dict(spec.env),
                 "timeLimitS": spec.time_limit_s,
                 "fingerprint": fingerprint,
+                "output": spec.output.model_dump(by_alias=True),
+                "submittedAt": self._context.clock().isoformat(),
             },
         )
         work = self._layout.work(spec.name)
@@ -183,6 +193,22 @@ class LocalBackend:
         if running:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(int(running["pid"]), signal.SIGTERM)
+
+    def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
+        """(job id, handle) of every local job that has not ended, for the reconciler."""
+        active = []
+        for job_dir in sorted((self._layout.root / "jobs").iterdir()):
+            spec = read_json(job_dir / "spec.json")
+            if spec is None or (job_dir / "state" / "exit.json").exists() or "output" not in spec:
+                continue
+            handle = ComputeJobHandle(
+                backend=self.name,
+                provider_ids={"name": job_dir.name},
+                output=BlobLocation.model_validate(spec["output"]),
+                submitted_at=datetime.fromisoformat(spec["submittedAt"]),
+            )
+            active.append((str(spec["jobId"]), handle))
+        return active
 
     def cleanup(self, handle: ComputeJobHandle) -> None:
         """Delete the working directory once its files are safely in blob; keep the state."""

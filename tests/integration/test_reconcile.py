@@ -1,0 +1,146 @@
+"""The reconciler against Azurite and the local backend, with a clock the test moves."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from hastegeo.config import load_settings
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import parse_request
+from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
+from tests.support.processors import ScriptProcessor
+
+from .conftest import RuntimeFactory, drive, request
+
+pytestmark = pytest.mark.azurite
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clocked(make_runtime: RuntimeFactory) -> tuple[Runtime, Clock]:
+    clock = Clock()
+    runtime = build_runtime(make_runtime().settings, clock=clock)
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    return runtime, clock
+
+
+def queued_messages(runtime: Runtime, queue: str) -> list[JobMessage]:
+    client = runtime.queues.client(queue)
+    return [JobMessage.model_validate_json(m.content) for m in client.peek_messages(max_messages=32)]
+
+
+def drain(runtime: Runtime) -> None:
+    for queue in (SUBMIT_QUEUE, POLL_QUEUE):
+        runtime.queues.client(queue).clear_messages()
+
+
+def test_a_lost_submit_message_is_sent_again(clocked: tuple[Runtime, Clock]) -> None:
+    runtime, clock = clocked
+    drain(runtime)
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    drain(runtime)  # the message is lost
+    assert runtime.reconcile.run().resubmitted == []  # too early: the first delivery may still come
+    clock.advance(60)
+    assert runtime.reconcile.run().resubmitted == [job.id]
+    assert JobMessage(job_id=job.id, kind="submit") in queued_messages(runtime, SUBMIT_QUEUE)
+
+
+def test_a_job_past_its_deadline_fails_with_the_reason(clocked: tuple[Runtime, Clock]) -> None:
+    runtime, clock = clocked
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    clock.advance(runtime.settings.pipeline.queued_deadline_s + 1)
+    assert runtime.reconcile.run().expired == [job.id]
+    failed = runtime.store.get(job.id)
+    assert failed.state is JobState.FAILED
+    assert failed.reason == f"was not submitted before its deadline ({runtime.settings.pipeline.queued_deadline_s}s)"
+    assert runtime.reconcile.run().expired == []  # terminal jobs are left alone
+
+
+def test_a_running_job_past_its_deadline_is_failed_and_its_process_stopped(
+    clocked: tuple[Runtime, Clock], tmp_path: Path
+) -> None:
+    runtime, clock = clocked
+    job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    clock.advance(runtime.settings.pipeline.run_deadline_s + 1)
+    assert runtime.reconcile.run().expired == [job.id]
+    assert runtime.store.get(job.id).reason == (
+        f"did not finish before its deadline ({runtime.settings.pipeline.run_deadline_s}s)"
+    )
+    exit_file = tmp_path / "local" / "jobs" / f"haste-{job.id}" / "state" / "exit.json"
+    deadline = time.monotonic() + 15
+    while not exit_file.exists():
+        assert time.monotonic() < deadline, "the workload was not stopped"
+        time.sleep(0.05)
+    assert '"cancelled": true' in exit_file.read_text()
+
+
+def test_a_provider_job_whose_record_ended_is_cancelled(clocked: tuple[Runtime, Clock], tmp_path: Path) -> None:
+    runtime, _ = clocked
+    job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    runtime.store.update(job.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))  # e.g. failed elsewhere
+    assert job.id in runtime.reconcile.run().orphans_cancelled
+    exit_file = tmp_path / "local" / "jobs" / f"haste-{job.id}" / "state" / "exit.json"
+    deadline = time.monotonic() + 15
+    while not exit_file.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert job.id not in runtime.reconcile.run().orphans_cancelled
+
+
+def test_a_lost_poll_chain_is_rearmed_and_duplicates_die(clocked: tuple[Runtime, Clock]) -> None:
+    runtime, _ = clocked
+    drain(runtime)
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    drain(runtime)  # the chain's message is lost
+    assert runtime.reconcile.run().rearmed == [job.id]
+    seq = runtime.store.get(job.id).poll_seq
+    assert JobMessage(job_id=job.id, kind="poll", attempt=seq) in queued_messages(runtime, POLL_QUEUE)
+    assert drive(runtime, job.id).state is JobState.SUCCEEDED
+
+
+def test_provider_queue_wait_is_bounded(make_runtime: RuntimeFactory) -> None:
+    """A job the provider never starts (no free slot here) fails once it waited longer than the limit."""
+    clock = Clock()
+    runtime = build_runtime(
+        load_settings({**_env(make_runtime), "HASTE_LOCAL_SLOTS": "1", "HASTE_QUEUED_DEADLINE_S": "60"}), clock=clock
+    )
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    blocker = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    waiting = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    for job in (blocker, waiting):
+        runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    clock.advance(61)
+    runtime.poll.handle(JobMessage(job_id=waiting.id, kind="nudge"))
+    failed = runtime.store.get(waiting.id)
+    assert failed.state is JobState.FAILED
+    assert failed.reason == "the provider did not start it within 60s"
+    runtime.cancel.cancel(blocker.id)
+
+
+def _env(make_runtime: RuntimeFactory) -> dict[str, str]:
+    settings = make_runtime().settings
+    return {
+        "AzureWebJobsStorage": settings.storage.connection_string or "",
+        "HASTE_JOBS_CONTAINER": settings.storage.jobs_container,
+        "HASTE_OUTPUTS_CONTAINER": settings.storage.outputs_container,
+        "HASTE_INPUTS_CONTAINER": settings.storage.inputs_container,
+        "HASTE_LOCAL_ROOT": settings.local.root + "-slots",
+    }
