@@ -51,5 +51,8 @@ bench: install ## Pipeline vs plain subprocess launches (JOBS=200), then per-wor
 	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS)
 	$(PY) -m tests.bench.workloads_bench --sizes 512 4096
 
+chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks
+	CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q
+
 clean: ## Remove the virtualenv, npm packages and caches
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .haste

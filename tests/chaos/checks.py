@@ -1,0 +1,52 @@
+"""What every chaos scenario checks at the end, whatever the fault was."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hastegeo.devhost.azurite import ACCOUNT_KEY
+
+from .conftest import Outcome
+
+# Events that must appear exactly once in a finished job's history.
+ONCE = (r"^submitted to ", r"^workload finished", r"^succeeded with ", r"^failed: ", r"^cancelled")
+SECRET = re.compile(r"(?<![A-Za-z0-9_])sig=(?!\[REDACTED\])|AccountKey=|Bearer [A-Za-z0-9]")
+
+
+def check_jobs(outcome: Outcome, jobs: list[dict[str, Any]], local_root: Path | None) -> None:
+    """Fill ``outcome`` from the final jobs (API views) and the local backend's launch logs."""
+    outcome.jobs = len(jobs)
+    outcome.terminal = sum(1 for job in jobs if job["state"] in ("succeeded", "failed", "cancelled"))
+    outcome.succeeded = sum(1 for job in jobs if job["state"] == "succeeded")
+    for job in jobs:
+        messages = [event["message"] for event in job["history"]]
+        counts = Counter(messages)
+        for pattern in ONCE:
+            matching = [m for m in messages if re.search(pattern, m)]
+            if len(matching) > 1:
+                outcome.duplicates += len(matching) - 1
+                outcome.notes.append(f"{job['id']}: {matching}")
+        outcome.duplicates += sum(n - 1 for m, n in counts.items() if n > 1 and m.startswith("submitted to"))
+        states = [event["state"] for event in job["history"]]
+        if job["state"] == "succeeded":
+            for needed in ("queued", "running", "postprocessing", "succeeded"):
+                if needed not in states:
+                    outcome.lost_events += 1
+                    outcome.notes.append(f"{job['id']}: no {needed} event")
+        text = str(job)
+        if SECRET.search(text) or ACCOUNT_KEY in text:
+            outcome.leaks += 1
+        if local_root is not None and job.get("handle"):
+            launches = local_root / "jobs" / f"haste-{job['id']}" / "state" / "launches.log"
+            if launches.exists():
+                outcome.duplicates += max(0, len(launches.read_text().splitlines()) - 1)
+
+
+def assert_clean(outcome: Outcome) -> None:
+    assert outcome.terminal == outcome.jobs, outcome
+    assert outcome.duplicates == 0, outcome.notes
+    assert outcome.lost_events == 0, outcome.notes
+    assert outcome.leaks == 0, outcome

@@ -1,0 +1,217 @@
+"""Faults while jobs run: duplicate and shuffled deliveries, a killed host, a storage outage,
+a provider outage. Every job must end, run once, and keep a truthful, clean history."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+from azure.core.exceptions import AzureError
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.cli.client import ApiClient
+from hastegeo.cli.stack import LocalStack
+from hastegeo.config import load_settings
+from hastegeo.devhost.azurite import Azurite
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import parse_request
+from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo.testing.batch_service import BatchTestService
+
+from .checks import assert_clean, check_jobs
+from .conftest import CHAOS_JOBS, Outcome
+
+pytestmark = [pytest.mark.azurite, pytest.mark.slow]
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+@pytest.fixture(scope="module")
+def own_azurite() -> Iterator[Azurite]:
+    """Chaos tests consume whole queues, so they get an Azurite of their own."""
+    with Azurite(in_memory=True) as emulator:
+        yield emulator
+
+
+def wait_terminal(client: ApiClient, ids: list[str], timeout: float) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    finals: dict[str, dict[str, Any]] = {}
+    while len(finals) < len(ids):
+        if time.monotonic() > deadline:
+            stuck = {i: client.get(i)["state"] for i in ids if i not in finals}
+            raise AssertionError(f"{len(stuck)} job(s) not terminal after {timeout}s: {stuck}")
+        for job_id in ids:
+            if job_id not in finals:
+                try:
+                    job = client.get(job_id)
+                except (OSError, AzureError):
+                    continue  # the host may be down for a moment
+                if job["state"] in TERMINAL:
+                    finals[job_id] = job
+        time.sleep(0.3)
+    return [finals[i] for i in ids]
+
+
+def api_view(runtime: Runtime, job_id: str) -> dict[str, Any]:
+    return runtime.store.get(job_id).api_view()
+
+
+# -- 1. every message delivered twice, shuffled, concurrently ---------------------------------
+
+
+def test_every_message_delivered_twice_and_out_of_order(own_azurite: Azurite, tmp_path: Path, outcome: Outcome) -> None:
+    env = {
+        "AzureWebJobsStorage": own_azurite.connection_string,
+        "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+        "HASTE_LOCAL_SLOTS": "4",
+        "HASTE_POLL_INITIAL_S": "1",
+        "HASTE_POLL_MAX_S": "1",
+    }
+    runtime = build_runtime(load_settings(env))
+    for queue in (SUBMIT_QUEUE, POLL_QUEUE):
+        runtime.queues.client(queue).clear_messages()
+    runtime.blobs.get_container_client("haste-inputs").upload_blob("p1/a.txt", b"alpha", overwrite=True)
+    body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
+    ids = [runtime.acceptor.accept(parse_request(body)).job.id for _ in range(CHAOS_JOBS)]
+    rng = random.Random(20261130)
+    steps = {SUBMIT_QUEUE: runtime.submit.handle, POLL_QUEUE: runtime.poll.handle}
+    deadline = time.monotonic() + 120
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        while not all(runtime.store.get(i).state.terminal for i in ids):
+            assert time.monotonic() < deadline, "jobs did not finish"
+            received = [
+                (queue, message)
+                for queue in steps
+                for message in runtime.queues.client(queue).receive_messages(
+                    messages_per_page=16, max_messages=16, visibility_timeout=10
+                )
+            ]
+            deliveries = [(queue, message) for queue, message in received for _ in range(2)]
+            rng.shuffle(deliveries)
+            list(pool.map(lambda d: steps[d[0]](JobMessage.model_validate_json(d[1].content)), deliveries))
+            for queue, message in received:
+                runtime.queues.client(queue).delete_message(message)
+            time.sleep(0.05)
+    for adapter in runtime.registry.built().values():
+        getattr(adapter, "close", lambda: None)()
+    check_jobs(outcome, [api_view(runtime, i) for i in ids], tmp_path / "local")
+    assert outcome.succeeded == len(ids)
+    assert_clean(outcome)
+
+
+# -- 2. the host killed at random moments ----------------------------------------------------
+
+
+def test_host_killed_at_random_moments(tmp_path: Path, outcome: Outcome) -> None:
+    settings = {"HASTE_LOCAL_SLOTS": "2", "HASTE_POLL_INITIAL_S": "1", "HASTE_POLL_MAX_S": "2"}
+    with LocalStack(tmp_path, settings=settings, lease_seconds=2) as stack:
+        blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
+        blobs.get_container_client("haste-inputs").upload_blob("p1/a.bin", random.Random(1).randbytes(4 << 20))
+        client = ApiClient(stack.base_url)
+        body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.bin"}]}
+        ids = [client.submit(body, idempotency_key=f"kill-{i}")["id"] for i in range(CHAOS_JOBS)]
+        rng = random.Random(7)
+        for _ in range(3):
+            time.sleep(rng.uniform(0.2, 1.5))
+            assert stack.host is not None
+            stack.host.kill()
+            stack.start_host()
+            client = ApiClient(stack.base_url)
+        finals = wait_terminal(client, ids, timeout=180)
+    check_jobs(outcome, finals, tmp_path / "local")
+    assert outcome.succeeded == len(ids)
+    assert_clean(outcome)
+
+
+# -- 3. storage stopped and restarted mid-run -------------------------------------------------
+
+
+def test_storage_outage_mid_run(tmp_path: Path, outcome: Outcome) -> None:
+    settings = {"HASTE_LOCAL_SLOTS": "2", "HASTE_POLL_INITIAL_S": "1", "HASTE_POLL_MAX_S": "2"}
+    with LocalStack(tmp_path, settings=settings, lease_seconds=3, in_memory=False) as stack:
+        blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
+        blobs.get_container_client("haste-inputs").upload_blob("p1/a.bin", random.Random(2).randbytes(2 << 20))
+        client = ApiClient(stack.base_url)
+        body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.bin"}]}
+        ids = [client.submit(body, idempotency_key=f"outage-{i}")["id"] for i in range(CHAOS_JOBS)]
+        time.sleep(0.5)
+        blob_port = urlparse(stack.azurite.blob_url).port or 0
+        queue_port = urlparse(stack.azurite.queue_url).port or 0
+        stack.azurite.stop()
+        time.sleep(3)  # longer than a lease: in-flight messages and nudges fail meanwhile
+        stack.azurite.start(blob_port=blob_port, queue_port=queue_port)
+        finals = wait_terminal(client, ids, timeout=180)
+        log = (tmp_path / "host.log").read_text()
+    check_jobs(outcome, finals, tmp_path / "local")
+    outcome.notes.append(f"{log.count('storage unavailable')} outage warnings in the host log")
+    assert outcome.succeeded == len(ids)
+    assert "storage unavailable" in log  # the host noticed, said so once per poller, and recovered
+    assert_clean(outcome)
+
+
+# -- 4. the provider down for longer than the retry budget ------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        from datetime import UTC, datetime
+
+        self.now = datetime.now(UTC)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Any:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        from datetime import timedelta
+
+        with self._lock:
+            self.now += timedelta(seconds=seconds)
+
+
+def test_provider_outage_longer_than_the_retry_budget(own_azurite: Azurite, tmp_path: Path, outcome: Outcome) -> None:
+    service = BatchTestService(own_azurite.connection_string).start()
+    clock = Clock()
+    try:
+        env = {
+            "AzureWebJobsStorage": own_azurite.connection_string,
+            "HASTE_JOBS_CONTAINER": "jobs-outage",
+            "HASTE_BACKENDS_ENABLED": "azure_batch",
+            "HASTE_RUN_DEADLINE_S": "600",
+            **service.settings(),
+        }
+        runtime = build_runtime(load_settings(env), clock=clock, sleep=lambda seconds: None)
+        runtime.blobs.get_container_client("haste-inputs").upload_blob("p1/a.txt", b"alpha", overwrite=True)
+        body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
+        job = runtime.acceptor.accept(parse_request(body)).job
+        runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+        service.faults.fail("get_task", 503, "ServerBusy", times=10_000)
+        for _ in range(5):  # five polls, each spending the whole retry budget
+            current = runtime.store.get(job.id)
+            runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", attempt=current.poll_seq))
+            clock.advance(60)
+        during = runtime.store.get(job.id)
+        assert during.state is JobState.RUNNING  # not failed while within its deadline
+        notes = [e.message for e in during.history if "will retry" in e.message]
+        assert len(notes) == 1, notes  # said once, not once per poll
+        assert notes[0].startswith("status check failed, will retry: reading Batch task")
+        assert notes[0].endswith("ServerBusy: ServerBusy (injected)")
+        clock.advance(600)
+        runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", attempt=runtime.store.get(job.id).poll_seq))
+        final = runtime.store.get(job.id)
+        assert final.state is JobState.FAILED
+        assert final.reason == "did not finish before its deadline"
+        check_jobs(outcome, [final.api_view()], None)
+        assert_clean(outcome)
+    finally:
+        for adapter in runtime.registry.built().values():
+            getattr(adapter, "close", lambda: None)()
+        service.stop()
