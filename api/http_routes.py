@@ -1,4 +1,8 @@
-"""HTTP API: submit, list, read and cancel jobs; list backends; health; the OpenAPI document."""
+"""HTTP API: submit, list, read and cancel jobs; list backends; health; the OpenAPI document.
+
+Every route but health and the OpenAPI document finds its caller first (``api.access``)
+and asks ``hastegeo.auth`` before it reads or writes anything: see docs/adr/0007.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,10 @@ import re
 
 import azure.functions as func
 
+from api.access import Denied, caller, job_not_found, require
 from api.openapi import openapi_document
 from api.problems import json_response, problem
+from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
 from hastegeo.runtime import get_runtime
@@ -32,6 +38,10 @@ _MAX_PAGE = 200
 @bp.route(route="jobs", methods=["POST"])
 def submit_job(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()
+    try:
+        principal = caller(req, runtime.settings.auth, "jobs")
+    except Denied as denied:
+        return denied.response
     body = req.get_body()
     if len(body) > runtime.settings.pipeline.max_body_bytes:
         return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
@@ -40,7 +50,11 @@ def submit_job(req: func.HttpRequest) -> func.HttpResponse:
         return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
     try:
         request = parse_request(decode_body(body))
+        # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
+        require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
         accepted = runtime.acceptor.accept(request, idempotency_key=key)
+    except Denied as denied:
+        return denied.response
     except RequestRejected as exc:
         return problem(400, exc.title, errors=exc.errors)
     except InvalidJobError as exc:
@@ -55,9 +69,15 @@ def submit_job(req: func.HttpRequest) -> func.HttpResponse:
 
 @bp.route(route="jobs", methods=["GET"])
 def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
+    runtime = get_runtime()
     project = req.params.get("projectId", "")
-    if not _JOB_ID.match(project):
-        return problem(400, "projectId is required", errors=[("projectId", "a project id is required")])
+    try:
+        principal = caller(req, runtime.settings.auth, "jobs")
+        if not _JOB_ID.match(project):
+            return problem(400, "projectId is required", errors=[("projectId", "a project id is required")])
+        require(can_read(principal, project), principal, req, "jobs", project)
+    except Denied as denied:
+        return denied.response
     states: frozenset[JobState] | None = None
     if req.params.get("state"):
         try:
@@ -71,7 +91,7 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
             raise ValueError
     except ValueError:
         return problem(400, "Invalid pageSize", errors=[("pageSize", f"an integer from 1 to {_MAX_PAGE}")])
-    page = get_runtime().store.list(
+    page = runtime.store.list(
         project, states=states, page_size=page_size, continuation_token=req.params.get("continuationToken") or None
     )
     return json_response({"items": [job.api_view() for job in page.jobs], "continuationToken": page.continuation_token})
@@ -79,14 +99,21 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
 
 @bp.route(route="jobs/{id}", methods=["GET"])
 def get_job(req: func.HttpRequest) -> func.HttpResponse:
-    job_id = req.route_params.get("id", "")
-    if not _JOB_ID.match(job_id):
-        return problem(404, "Job not found")
     runtime = get_runtime()
+    job_id = req.route_params.get("id", "")
     try:
-        view = runtime.store.get(job_id).api_view()
+        principal = caller(req, runtime.settings.auth, "jobs/{id}")
+        if not _JOB_ID.match(job_id):
+            return problem(404, "Job not found")
+        job = runtime.store.get(job_id)
+        require(
+            job_access(principal, job.project_id, "read"), principal, req, "jobs/{id}", job.project_id, job_id=job_id
+        )
+    except Denied as denied:
+        return denied.response
     except JobNotFoundError:
-        return problem(404, "Job not found", f"No job with id {job_id}")
+        return job_not_found(job_id)
+    view = job.api_view()
     if req.params.get("readUrls", "").lower() == "true":
         # Signed per blob, read-only, short-lived; made for this response and never stored.
         now = runtime.deps.clock()
@@ -99,13 +126,21 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
 
 @bp.route(route="jobs/{id}/cancel", methods=["POST"])
 def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
+    runtime = get_runtime()
     job_id = req.route_params.get("id", "")
-    if not _JOB_ID.match(job_id):
-        return problem(404, "Job not found")
+    route = "jobs/{id}/cancel"
     try:
-        job = get_runtime().cancel.cancel(job_id)
+        principal = caller(req, runtime.settings.auth, route)
+        if not _JOB_ID.match(job_id):
+            return problem(404, "Job not found")
+        # A job's project never changes, so checking the stored job first is safe.
+        project = runtime.store.get(job_id).project_id
+        require(job_access(principal, project, "cancel"), principal, req, route, project, job_id=job_id)
+        job = runtime.cancel.cancel(job_id)
+    except Denied as denied:
+        return denied.response
     except JobNotFoundError:
-        return problem(404, "Job not found", f"No job with id {job_id}")
+        return job_not_found(job_id)
     except ConflictError as exc:
         return problem(409, "The job cannot be cancelled", str(exc))
     except HasteError as exc:
@@ -117,6 +152,11 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
 @bp.route(route="backends", methods=["GET"])
 def list_backends(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()
+    try:
+        principal = caller(req, runtime.settings.auth, "backends")
+        require(can_list_backends(principal), principal, req, "backends", "-")
+    except Denied as denied:
+        return denied.response
     candidates = runtime.deps.router.candidates
     return json_response(
         {

@@ -20,6 +20,31 @@ def _json(description: str, schema: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": _REF + schema}}}}
 
 
+_PRINCIPAL = {
+    "name": "X-MS-CLIENT-PRINCIPAL",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Set by App Service authentication from the caller's Entra ID token (base64 JSON: auth_typ, claims, "
+        "name_typ, role_typ); the platform removes any copy a client sends. Clients send a bearer token instead. "
+        "The development host injects the identity HASTE_DEV_PRINCIPAL describes. Missing or unreadable: 401."
+    ),
+    "schema": {"type": "string", "maxLength": 32768},
+}
+
+# Every protected operation can answer these two.
+_AUTH_RESPONSES = {
+    "401": {
+        "description": "No valid caller (App Service authentication is required)",
+        "headers": {"WWW-Authenticate": {"schema": {"type": "string"}}},
+        "content": {"application/problem+json": {"schema": {"$ref": _REF + "Problem"}}},
+    },
+    "403": {
+        "description": "The caller's role or project membership does not allow this; the detail says which",
+        "content": {"application/problem+json": {"schema": {"$ref": _REF + "Problem"}}},
+    },
+}
+
 _JOB_ID = {
     "name": "id",
     "in": "path",
@@ -65,24 +90,43 @@ def openapi_document() -> dict[str, Any]:
     }
     return {
         "openapi": "3.1.0",
-        "info": {"title": "haste-compute", "version": __version__},
+        "info": {
+            "title": "haste-compute",
+            "version": __version__,
+            "description": (
+                "Every route except /health and /openapi.json needs a function key and a caller identified by "
+                "App Service authentication. Roles: Haste.Reader lists and reads, Haste.Submitter also submits "
+                "and cancels, Haste.Admin does everything in every project. Others' jobs are reachable only "
+                "in the caller's projects; a job of another project answers 404, exactly like a missing job."
+            ),
+        },
         "servers": [{"url": "/api"}],
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"functionKey": {"type": "apiKey", "in": "header", "name": "x-functions-key"}},
+            "securitySchemes": {
+                "functionKey": {"type": "apiKey", "in": "header", "name": "x-functions-key"},
+                "entraId": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": "An Entra ID token for the app's registration; App Service authentication "
+                    "validates it and passes the caller to the API as X-MS-CLIENT-PRINCIPAL.",
+                },
+            },
         },
-        "security": [{"functionKey": []}],
+        "security": [{"functionKey": [], "entraId": []}],
         "paths": {
             "/jobs": {
                 "post": {
                     "operationId": "submitJob",
                     "parameters": [
+                        _PRINCIPAL,
                         {
                             "name": "Idempotency-Key",
                             "in": "header",
                             "required": False,
                             "schema": {"type": "string", "minLength": 1, "maxLength": 200},
-                        }
+                        },
                     ],
                     "requestBody": {
                         "required": True,
@@ -92,6 +136,7 @@ def openapi_document() -> dict[str, Any]:
                         "202": _json("Accepted; Location points at the job", "Job"),
                         "200": _json("The job this Idempotency-Key already created", "Job"),
                         "400": _problem("Invalid request; errors name the fields"),
+                        **_AUTH_RESPONSES,
                         "409": _problem("Backend unavailable, or Idempotency-Key reused"),
                         "413": _problem("Body too large"),
                     },
@@ -99,6 +144,7 @@ def openapi_document() -> dict[str, Any]:
                 "get": {
                     "operationId": "listJobs",
                     "parameters": [
+                        _PRINCIPAL,
                         {"name": "projectId", "in": "query", "required": True, "schema": {"type": "string"}},
                         {
                             "name": "state",
@@ -117,6 +163,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "200": _json("A page of jobs, newest first", "JobPage"),
                         "400": _problem("Bad query"),
+                        **_AUTH_RESPONSES,
                     },
                 },
             },
@@ -125,6 +172,7 @@ def openapi_document() -> dict[str, Any]:
                     "operationId": "getJob",
                     "parameters": [
                         _JOB_ID,
+                        _PRINCIPAL,
                         {
                             "name": "readUrls",
                             "in": "query",
@@ -133,21 +181,32 @@ def openapi_document() -> dict[str, Any]:
                             "schema": {"type": "string", "enum": ["true", "false"]},
                         },
                     ],
-                    "responses": {"200": _json("The job", "Job"), "404": _problem("No such job")},
+                    "responses": {
+                        "200": _json("The job", "Job"),
+                        "401": _AUTH_RESPONSES["401"],
+                        "404": _problem("No such job, or a job of a project the caller does not belong to"),
+                    },
                 }
             },
             "/jobs/{id}/cancel": {
                 "post": {
                     "operationId": "cancelJob",
-                    "parameters": [_JOB_ID],
+                    "parameters": [_JOB_ID, _PRINCIPAL],
                     "responses": {
                         "202": _json("Cancellation recorded", "Job"),
-                        "404": _problem("No such job"),
+                        **_AUTH_RESPONSES,
+                        "404": _problem("No such job, or a job of a project the caller does not belong to"),
                         "409": _problem("The job can no longer be cancelled"),
                     },
                 }
             },
-            "/backends": {"get": {"operationId": "listBackends", "responses": {"200": _json("Backends", "Backends")}}},
+            "/backends": {
+                "get": {
+                    "operationId": "listBackends",
+                    "parameters": [_PRINCIPAL],
+                    "responses": {"200": _json("Backends", "Backends"), **_AUTH_RESPONSES},
+                }
+            },
             "/health": {"get": {"operationId": "health", "security": [], "responses": {"200": {"description": "OK"}}}},
             "/openapi.json": {
                 "get": {

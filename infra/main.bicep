@@ -106,6 +106,8 @@ param hasteHistoryLimit string
 param hasteMaxBodyBytes string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
+@description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
+param hasteProjectGroups string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -325,6 +327,7 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteHistoryLimit: hasteHistoryLimit
     hasteMaxBodyBytes: hasteMaxBodyBytes
     hasteCorsAllowedOrigins: hasteCorsAllowedOrigins
+    hasteProjectGroups: hasteProjectGroups
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS
     batchRetryAttempts: batchRetryAttempts

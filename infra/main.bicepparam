@@ -35,6 +35,7 @@ param hasteRunDeadlineS = readEnvironmentVariable('HASTE_RUN_DEADLINE_S', '86400
 param hasteHistoryLimit = readEnvironmentVariable('HASTE_HISTORY_LIMIT', '200')
 param hasteMaxBodyBytes = readEnvironmentVariable('HASTE_MAX_BODY_BYTES', '262144')
 param hasteCorsAllowedOrigins = readEnvironmentVariable('HASTE_CORS_ALLOWED_ORIGINS', '')
+param hasteProjectGroups = readEnvironmentVariable('HASTE_PROJECT_GROUPS', '')
 param batchRetentionS = readEnvironmentVariable('BATCH_RETENTION_S', '86400')
 param batchRequestTimeoutS = readEnvironmentVariable('BATCH_REQUEST_TIMEOUT_S', '30.0')
 param batchRetryAttempts = readEnvironmentVariable('BATCH_RETRY_ATTEMPTS', '4')

@@ -63,6 +63,8 @@ param hasteHistoryLimit string
 param hasteMaxBodyBytes string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
+@description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
+param hasteProjectGroups string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -171,6 +173,7 @@ var operatorSettings = {
   HASTE_HISTORY_LIMIT: hasteHistoryLimit
   HASTE_MAX_BODY_BYTES: hasteMaxBodyBytes
   HASTE_CORS_ALLOWED_ORIGINS: hasteCorsAllowedOrigins
+  HASTE_PROJECT_GROUPS: hasteProjectGroups
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS
   BATCH_RETRY_ATTEMPTS: batchRetryAttempts
@@ -196,6 +199,7 @@ var operatorSettings = {
 }
 
 var derivedSettings = {
+  HASTE_AUTH_MODE: 'app_service' // never none in Azure: callers are known (docs/adr/0007)
   AzureWebJobsStorage__accountName: storageAccountName
   BATCH_ACCOUNT_URL: batchAccountUrl
   BATCH_AUTH_MODE: 'managed_identity'

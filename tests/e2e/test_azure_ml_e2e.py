@@ -70,6 +70,8 @@ def start(
             "AML_IMAGE": IMAGE,
             "AML_COMPUTE": "artifacts=haste-cpu",
             "AML_RETRY_DELAY_S": "0.1",
+            # The host injects this caller, as App Service authentication would (docs/adr/0007).
+            "HASTE_DEV_PRINCIPAL": "name=aml-e2e@example.com;roles=Haste.Submitter;projects=p1",
             **env,
         }
         for key, value in settings.items():

@@ -181,3 +181,29 @@ def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
     final = wait_all(client, [stranded.id])[stranded.id]
     assert final["state"] == "failed"
     assert final["reason"] == "gave up after repeated failures of the submit step; last error: ServerBusy: try later"
+
+
+def test_the_dev_principal_is_injected_and_an_explicit_outsider_sees_a_404(stack: LocalStack) -> None:
+    from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
+
+    # No header from the client: the host injects the stack's default admin, and says so once at start-up.
+    client = ApiClient(stack.base_url)
+    job = client.submit({"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/small.txt"}]})
+    log = (stack.workdir / "host.log").read_text()
+    assert log.count("HASTE_DEV_PRINCIPAL is set") == 1
+    assert "dev@localhost" in log
+
+    # A header the client sends itself is kept: a submitter of p2 cannot see a p1 job, nor tell it from a missing one.
+    outsider = encode_principal(Principal("eve@example.com", "oid-eve", frozenset({Role.SUBMITTER}), frozenset({"p2"})))
+    answers = {}
+    for job_id in (job["id"], "no-such-job-0000"):
+        with pytest.raises(ApiError) as caught:
+            client.request("GET", f"/api/jobs/{job_id}", headers={PRINCIPAL_HEADER: outsider})
+        answers[job_id] = (caught.value.status, {**caught.value.body, "detail": None})
+    assert answers[job["id"]] == answers["no-such-job-0000"]
+    assert answers[job["id"]][0] == 404
+    with pytest.raises(ApiError) as caught:
+        client.request("GET", "/api/jobs?projectId=p1", headers={PRINCIPAL_HEADER: "not a principal"})
+    assert caught.value.status == 401
+    assert "access denied (404)" in (stack.workdir / "host.log").read_text()
+    assert outsider not in (stack.workdir / "host.log").read_text()

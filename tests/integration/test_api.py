@@ -10,6 +10,7 @@ import azure.functions as func
 import pytest
 
 import function_app
+from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.config import get_settings
 from hastegeo.devhost.azurite import Azurite
 from hastegeo.runtime import get_runtime, reset_runtime
@@ -38,8 +39,13 @@ def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: 
     get_settings.cache_clear()
 
 
+# The caller App Service authentication would pass: a submitter of project p1 (tests/integration/auth covers others).
+CALLER = encode_principal(Principal("ana@example.com", "oid-ana", frozenset({Role.SUBMITTER}), frozenset({"p1"})))
+
+
 def call(name: str, method: str, url: str, body: Any = None, **kwargs: Any) -> tuple[int, Any, func.HttpResponse]:
     raw = body if isinstance(body, bytes) else (b"" if body is None else json.dumps(body).encode())
+    kwargs["headers"] = {PRINCIPAL_HEADER: CALLER, **kwargs.get("headers", {})}
     request = func.HttpRequest(method=method, url=url, body=raw, **kwargs)
     response = FUNCTIONS[name](request)
     payload = json.loads(response.get_body() or b"null")

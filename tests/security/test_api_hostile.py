@@ -17,6 +17,7 @@ import azure.functions as func
 import pytest
 
 import api.http_routes as routes
+from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.cli.stack import LocalStack
 from hastegeo.config import get_settings
 from hastegeo.devhost.azurite import Azurite
@@ -62,8 +63,13 @@ def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: 
     get_settings.cache_clear()
 
 
+# An admin, as App Service authentication would pass it: these tests are about input, not access.
+CALLER = encode_principal(Principal("hostile@example.com", "oid-hostile", frozenset({Role.ADMIN})))
+
+
 def call(name: str, method: str, url: str, body: bytes = b"", **kwargs: Any) -> tuple[int, Any, func.HttpResponse]:
-    """Call a handler; an exception escaping it is what the host turns into a 500."""
+    """Call a handler (as an admin); an exception escaping it is what the host turns into a 500."""
+    kwargs["headers"] = {PRINCIPAL_HEADER: CALLER, **kwargs.get("headers", {})}
     request = func.HttpRequest(method=method, url=url, body=body, **kwargs)
     try:
         response = HANDLERS[name](request)

@@ -16,10 +16,11 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from hastegeo.auth import PROJECT_ID, AuthMode
 from hastegeo.compute.azure_batch.settings import BatchSettings
 from hastegeo.compute.azure_ml.settings import AmlMode, AmlSettings
 from hastegeo.compute.contract import WORKLOADS
-from hastegeo.settings_base import CsvFloatMap, CsvList, _Section
+from hastegeo.settings_base import CsvFloatMap, CsvList, CsvMap, _Section
 from hastegeo.utils.errors import ConfigurationError
 
 BACKENDS: tuple[str, ...] = ("local", "azure_batch", "azure_ml")
@@ -121,10 +122,34 @@ class LocalSettings(_Section):
     python: str = Field("", alias="HASTE_LOCAL_PYTHON", description="Interpreter for workloads (default: this one).")
 
 
+class AuthSettings(_Section):
+    mode: AuthMode = Field(
+        AuthMode.APP_SERVICE,
+        alias="HASTE_AUTH_MODE",
+        description="Caller identity: app_service (trust X-MS-CLIENT-PRINCIPAL from App Service authentication) "
+        "or none (every caller is an admin; isolated development only).",
+    )
+    project_groups: CsvMap = Field(
+        {},
+        alias="HASTE_PROJECT_GROUPS",
+        description="Entra groups mapped to projects, groupObjectId=projectId separated by commas: "
+        "members of a group belong to its project.",
+    )
+
+    @field_validator("project_groups")
+    @classmethod
+    def _project_ids(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(project for project in value.values() if not PROJECT_ID.match(project))
+        if bad:
+            raise ValueError(f"not project ids: {bad} (lowercase letters, digits and '-')")
+        return value
+
+
 class Settings(_Section):
     storage: StorageSettings
     routing: RoutingSettings
     pipeline: PipelineSettings
+    auth: AuthSettings
     local: LocalSettings
     batch: BatchSettings
     aml: AmlSettings
@@ -153,6 +178,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "storage": StorageSettings,
     "routing": RoutingSettings,
     "pipeline": PipelineSettings,
+    "auth": AuthSettings,
     "local": LocalSettings,
     "batch": BatchSettings,
     "aml": AmlSettings,

@@ -23,6 +23,8 @@ from hastegeo.devhost.azurite import Azurite
 from hastegeo.runtime import ensure_storage
 
 HOST_START_TIMEOUT_S = 60.0
+# Who the stack's callers are unless HASTE_DEV_PRINCIPAL says otherwise: an admin, so the demo can do everything.
+DEFAULT_DEV_PRINCIPAL = "name=dev@localhost;roles=Haste.Admin"
 
 
 def repo_root(start: Path | None = None) -> Path:
@@ -116,7 +118,12 @@ class HostProcess:
 
 
 class LocalStack:
-    """Azurite + the development host, configured through environment variables only."""
+    """Azurite + the development host, configured through environment variables only.
+
+    The app runs with ``HASTE_AUTH_MODE=app_service`` and the host injects the caller
+    ``HASTE_DEV_PRINCIPAL`` (from ``settings`` or the environment; default: an admin,
+    ``DEFAULT_DEV_PRINCIPAL``) into requests that carry no principal.
+    """
 
     def __init__(
         self,
@@ -140,10 +147,13 @@ class LocalStack:
     def env(self) -> dict[str, str]:
         # Settings from the caller's environment pass through, except storage, which is this stack's Azurite.
         env = {key: value for key, value in os.environ.items() if not key.startswith("AzureWebJobs")}
+        env.setdefault("HASTE_DEV_PRINCIPAL", DEFAULT_DEV_PRINCIPAL)
         env.update(
             {
                 "AzureWebJobsStorage": self.azurite.connection_string,
                 "HASTE_LOCAL_ROOT": str(self.workdir / "local"),
+                # The real path: the app trusts only the principal header, which the host injects.
+                "HASTE_AUTH_MODE": "app_service",
                 "PYTHONUNBUFFERED": "1",
                 **self.extra,
             }

@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from hastegeo.auth import PRINCIPAL_HEADER, Principal, encode_principal, parse_dev_principal
 from hastegeo.devhost.cors import CorsPolicy
-from hastegeo.devhost.functions import AppFunctions, FunctionRegistry, discover, load_app
+from hastegeo.devhost.functions import AppFunctions, DevHostError, FunctionRegistry, discover, load_app
 from hastegeo.devhost.hostjson import HostConfig, load_host_config
 from hastegeo.devhost.http_server import DEFAULT_MAX_BODY_BYTES, DevHttpServer
 from hastegeo.devhost.outputs import OutputSender
@@ -34,6 +35,8 @@ from hastegeo.devhost.queue_driver import DriverOptions, QueueDriver
 from hastegeo.devhost.storage import QueueClients, resolve_connection
 
 log = logging.getLogger(__name__)
+
+DEV_PRINCIPAL_VARIABLE = "HASTE_DEV_PRINCIPAL"
 
 
 class DevHost:
@@ -45,6 +48,13 @@ class DevHost:
     (else the Functions defaults). ``environ``: where app settings (connection
     strings) are read, at ``start()``; defaults to ``os.environ``.
     ``port=0`` picks a free port; see ``base_url``/``api_url``.
+
+    Like App Service authentication in Azure, the host can tell the app who is
+    calling: when ``HASTE_DEV_PRINCIPAL`` is set in ``environ`` (for example
+    ``name=dev@example.com;roles=Haste.Admin;projects=demo,p1``), every HTTP
+    request that carries no ``X-MS-CLIENT-PRINCIPAL`` gets one for that caller.
+    A request that brings its own keeps it (Azure would strip it; here it lets a
+    test act as someone else).
     """
 
     def __init__(
@@ -77,12 +87,14 @@ class DevHost:
         self._drivers: list[QueueDriver] = []
         self.config = HostConfig()
         self.functions = AppFunctions()
+        self.dev_principal: Principal | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> DevHost:
         """Load the app, then start queue pollers and the HTTP server. Raises DevHostError / HostJsonError."""
         self.config = self._load_config()
+        self.dev_principal = self._load_dev_principal()
         registry = load_app(self._app, self._app_dir) if isinstance(self._app, str) else self._app
         self.functions = discover(registry)
         outputs = OutputSender(self._clients, self._environ, self.config.queues.message_encoding, self.wake)
@@ -101,6 +113,9 @@ class DevHost:
                 cors=self._cors,
                 max_body_bytes=self._max_body,
                 outputs=outputs,
+                default_headers=(
+                    {PRINCIPAL_HEADER: encode_principal(self.dev_principal)} if self.dev_principal is not None else {}
+                ),
             )
         try:
             for driver in self._drivers:
@@ -172,7 +187,28 @@ class DevHost:
         default = (self._app_dir or Path.cwd()) / "host.json"
         return load_host_config(default if default.exists() else None)
 
+    def _load_dev_principal(self) -> Principal | None:
+        """The identity to inject (``HASTE_DEV_PRINCIPAL``), or None. Raises DevHostError when it is malformed."""
+        text = self._environ.get(DEV_PRINCIPAL_VARIABLE, "").strip()
+        if not text:
+            return None
+        try:
+            return parse_dev_principal(text)
+        except ValueError as exc:
+            raise DevHostError(f"{DEV_PRINCIPAL_VARIABLE}: {exc}") from None
+
     def _log_started(self) -> None:
+        principal = self.dev_principal
+        if principal is not None and self._http is not None:
+            log.warning(
+                "%s is set: the development host adds %s to every HTTP request without one, as caller %s "
+                "(roles %s; projects %s)",
+                DEV_PRINCIPAL_VARIABLE,
+                PRINCIPAL_HEADER,
+                principal.describe(),
+                ", ".join(sorted(principal.roles)) or "none",
+                ", ".join(sorted(principal.projects)) or ("all" if principal.is_admin else "none"),
+            )
         keyed = [f.name for f in self.functions.http if f.auth_level != "anonymous"]
         if keyed and self._http is not None:
             log.info("function keys are not enforced by the development host (like Core Tools): %s", ", ".join(keyed))

@@ -7,6 +7,8 @@ thread per connection), plus what the platform adds around function code:
 CORS (see ``cors``), a request-size limit (413 before the function runs),
 and RFC 9457 problem+json bodies for 404/405/413/500 that never carry a
 traceback. Function keys are not checked, as with Core Tools locally.
+``default_headers`` are added to each request that lacks them (the host uses
+this to stand in for App Service authentication's ``X-MS-CLIENT-PRINCIPAL``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
@@ -109,6 +111,7 @@ class DevHttpServer:
         cors: CorsPolicy | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         outputs: OutputSender | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
         self._routes: RouteTable[HttpFunction] = RouteTable(route_prefix)
         for function in functions:
@@ -116,6 +119,7 @@ class DevHttpServer:
         self._cors = cors or CorsPolicy()
         self._max_body = max_body_bytes
         self._outputs = outputs
+        self._default_headers = dict(default_headers or {})
         self._address = (host, port)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -194,10 +198,13 @@ class DevHttpServer:
             return problem(400, str(exc))
         function = resolved.target
         host = request.headers.get("Host") or self.base_url.removeprefix("http://")
+        sent = {k: ", ".join(request.headers.get_all(k) or []) for k in set(request.headers.keys())}
+        present = {k.lower() for k in sent}
+        sent.update({k: v for k, v in self._default_headers.items() if k.lower() not in present})
         http_request = func.HttpRequest(
             method=method,
             url=f"http://{host}{request.path}",
-            headers={k: ", ".join(request.headers.get_all(k) or []) for k in set(request.headers.keys())},
+            headers=sent,
             params=dict(parse_qsl(url.query, keep_blank_values=True)),
             route_params=resolved.route_params,
             body=payload,
