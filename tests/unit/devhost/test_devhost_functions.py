@@ -33,11 +33,15 @@ def _app() -> func.FunctionApp:
     def tick(timer: func.TimerRequest) -> None:
         pass
 
+    @app.blob_trigger(arg_name="blob", path="inputs/{name}", connection="Storage")
+    def on_blob(blob: func.InputStream) -> None:
+        pass
+
     app.register_functions(bp)
     return app
 
 
-def test_discover_reads_http_and_queue_triggers_and_skips_others(caplog: pytest.LogCaptureFixture) -> None:
+def test_discover_reads_http_queue_and_timer_triggers_and_skips_others(caplog: pytest.LogCaptureFixture) -> None:
     found = discover(_app())
     by_name = {f.name: f for f in found.http}
     assert set(by_name) == {"get_job", "ping"}
@@ -55,7 +59,9 @@ def test_discover_reads_http_and_queue_triggers_and_skips_others(caplog: pytest.
         "msg",
     )
     assert queue.outputs == (QueueOutput("out", "jobs-poll", "Storage"),)
-    assert "timerTrigger" in caplog.text
+    (timer,) = found.timers
+    assert (timer.name, timer.schedule, timer.arg_name) == ("tick", "0 */5 * * * *", "timer")
+    assert "blobTrigger" in caplog.text
 
 
 def test_invoke_passes_the_trigger_context_and_outputs() -> None:

@@ -84,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_body_bytes=args.max_body_bytes,
         driver_options=DriverOptions(lease_seconds=args.lease_seconds),
         serve_http=not args.queues_only,
+        run_timers=not args.queues_only,
     )
     try:
         host.start()

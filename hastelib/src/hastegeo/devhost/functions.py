@@ -71,9 +71,19 @@ class QueueFunction:
 
 
 @dataclass(frozen=True)
+class TimerSpec:
+    name: str
+    schedule: str
+    arg_name: str
+    handler: Callable[..., Any]
+    run_on_startup: bool = False
+
+
+@dataclass(frozen=True)
 class AppFunctions:
     http: tuple[HttpFunction, ...] = ()
     queues: tuple[QueueFunction, ...] = ()
+    timers: tuple[TimerSpec, ...] = ()
 
 
 def _plain(value: Any) -> Any:
@@ -134,9 +144,10 @@ def _index(app: FunctionRegistry) -> list[Any]:
 
 
 def discover(app: FunctionRegistry) -> AppFunctions:
-    """The HTTP- and queue-triggered functions of ``app``; other triggers are skipped with a warning."""
+    """The HTTP-, queue- and timer-triggered functions of ``app``; other triggers are skipped with a warning."""
     http: list[HttpFunction] = []
     queues: list[QueueFunction] = []
+    timers: list[TimerSpec] = []
     for function in _index(app):
         name = function.get_function_name()
         trigger = function.get_trigger()
@@ -171,9 +182,19 @@ def discover(app: FunctionRegistry) -> AppFunctions:
                     outputs=outputs,
                 )
             )
+        elif kind == "timerTrigger":
+            timers.append(
+                TimerSpec(
+                    name=name,
+                    schedule=str(spec["schedule"]),
+                    arg_name=spec["name"],
+                    handler=handler,
+                    run_on_startup=bool(spec.get("runOnStartup", False)),
+                )
+            )
         else:
             log.warning("skipping function %s: the development host does not run %s triggers", name, kind)
-    return AppFunctions(tuple(http), tuple(queues))
+    return AppFunctions(tuple(http), tuple(queues), tuple(timers))
 
 
 class _TraceContext:

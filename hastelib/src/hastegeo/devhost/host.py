@@ -33,6 +33,7 @@ from hastegeo.devhost.http_server import DEFAULT_MAX_BODY_BYTES, DevHttpServer
 from hastegeo.devhost.outputs import OutputSender
 from hastegeo.devhost.queue_driver import DriverOptions, QueueDriver
 from hastegeo.devhost.storage import QueueClients, resolve_connection
+from hastegeo.devhost.timers import TimerDriver
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ class DevHost:
         driver_options: DriverOptions | None = None,
         serve_http: bool = True,
         run_queues: bool = True,
+        run_timers: bool = True,
     ) -> None:
         self._app = app
         self._app_dir = Path(app_dir) if app_dir is not None else None
@@ -82,9 +84,11 @@ class DevHost:
         self._driver_options = driver_options or DriverOptions()
         self._serve_http = serve_http
         self._run_queues = run_queues
+        self._run_timers = run_timers  # timers are singletons: one process of a host runs them
         self._clients = QueueClients()
         self._http: DevHttpServer | None = None
         self._drivers: list[QueueDriver] = []
+        self._timers: list[TimerDriver] = []
         self.config = HostConfig()
         self.functions = AppFunctions()
         self.dev_principal: Principal | None = None
@@ -104,6 +108,8 @@ class DevHost:
                 self._drivers.append(
                     QueueDriver(function, self.config.queues, connection, self._clients, outputs, self._driver_options)
                 )
+        if self._run_timers:
+            self._timers = [TimerDriver(timer) for timer in self.functions.timers]
         if self._serve_http:
             self._http = DevHttpServer(
                 self.functions.http,
@@ -120,6 +126,8 @@ class DevHost:
         try:
             for driver in self._drivers:
                 driver.start()
+            for timer in self._timers:
+                timer.start()
             if self._http is not None:
                 self._http.start()
         except BaseException:
@@ -133,6 +141,9 @@ class DevHost:
         stop HTTP. Returns within about ``timeout`` seconds (default: the grace period + 1 s)."""
         budget = timeout if timeout is not None else self._driver_options.stop_grace + 1.0
         deadline = time.monotonic() + budget
+        for timer in self._timers:
+            timer.stop()
+        self._timers = []
         for driver in self._drivers:
             driver.begin_stop()
         if self._http is not None:
@@ -217,3 +228,5 @@ class DevHost:
             log.info("http  %s [%s] %s/%s", function.name, methods, self.api_url, function.route)
         for driver in self._drivers:
             log.info("queue %s <- %s", driver.function.name, driver.queue_name)
+        for timer in self._timers:
+            log.info("timer %s [%s]", timer.function.name, timer.function.schedule)
