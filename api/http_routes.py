@@ -27,6 +27,7 @@ from hastegeo.utils.errors import (
     JobNotFoundError,
     describe_exception,
 )
+from hastegeo.utils.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
@@ -42,6 +43,14 @@ def submit_job(req: func.HttpRequest) -> func.HttpResponse:
         principal = caller(req, runtime.settings.auth, "jobs")
     except Denied as denied:
         return denied.response
+    wait = runtime.submit_limiter.take()
+    if wait:
+        return problem(
+            429,
+            "Too many submissions",
+            "This instance admits a limited number of submissions per second; retry after the given delay",
+            headers={"Retry-After": TokenBucket.retry_after(wait)},
+        )
     body = req.get_body()
     if len(body) > runtime.settings.pipeline.max_body_bytes:
         return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")

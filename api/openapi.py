@@ -139,6 +139,7 @@ def openapi_document() -> dict[str, Any]:
                         **_AUTH_RESPONSES,
                         "409": _problem("Backend unavailable, or Idempotency-Key reused"),
                         "413": _problem("Body too large"),
+                        "429": _problem("Too many submissions on this instance; see Retry-After"),
                     },
                 },
                 "get": {

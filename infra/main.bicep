@@ -104,6 +104,12 @@ param hasteHistoryLimit string
 @description('App setting HASTE_MAX_BODY_BYTES; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteMaxBodyBytes string
+@description('App setting HASTE_SUBMIT_RATE_PER_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteSubmitRatePerS string
+@description('App setting HASTE_SUBMIT_BURST; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteSubmitBurst string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
 @description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
@@ -326,6 +332,8 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteRunDeadlineS: hasteRunDeadlineS
     hasteHistoryLimit: hasteHistoryLimit
     hasteMaxBodyBytes: hasteMaxBodyBytes
+    hasteSubmitRatePerS: hasteSubmitRatePerS
+    hasteSubmitBurst: hasteSubmitBurst
     hasteCorsAllowedOrigins: hasteCorsAllowedOrigins
     hasteProjectGroups: hasteProjectGroups
     batchRetentionS: batchRetentionS

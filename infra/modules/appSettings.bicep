@@ -61,6 +61,12 @@ param hasteHistoryLimit string
 @description('App setting HASTE_MAX_BODY_BYTES; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteMaxBodyBytes string
+@description('App setting HASTE_SUBMIT_RATE_PER_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteSubmitRatePerS string
+@description('App setting HASTE_SUBMIT_BURST; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteSubmitBurst string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
 @description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
@@ -172,6 +178,8 @@ var operatorSettings = {
   HASTE_RUN_DEADLINE_S: hasteRunDeadlineS
   HASTE_HISTORY_LIMIT: hasteHistoryLimit
   HASTE_MAX_BODY_BYTES: hasteMaxBodyBytes
+  HASTE_SUBMIT_RATE_PER_S: hasteSubmitRatePerS
+  HASTE_SUBMIT_BURST: hasteSubmitBurst
   HASTE_CORS_ALLOWED_ORIGINS: hasteCorsAllowedOrigins
   HASTE_PROJECT_GROUPS: hasteProjectGroups
   BATCH_RETENTION_S: batchRetentionS

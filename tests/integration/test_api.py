@@ -178,3 +178,27 @@ def test_read_urls_only_when_asked_short_lived_and_never_stored(tmp_path: Any) -
     stored = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
     document = stored.download_blob(f"jobs/{job['id']}.json").readall().decode()
     assert "sig=" not in document
+
+
+def test_submissions_over_the_rate_get_a_429_with_retry_after(
+    azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Any
+) -> None:
+    clean_env.setenv("AzureWebJobsStorage", azurite.connection_string)
+    clean_env.setenv("HASTE_JOBS_CONTAINER", f"jobs-{unique}")
+    clean_env.setenv("HASTE_LOCAL_ROOT", str(tmp_path))
+    clean_env.setenv("HASTE_SUBMIT_RATE_PER_S", "0.01")
+    clean_env.setenv("HASTE_SUBMIT_BURST", "2")
+    get_settings.cache_clear()
+    reset_runtime()
+    try:
+        statuses = []
+        for _ in range(4):
+            status, _, response = call("submit_job", "POST", "/api/jobs", VALID)
+            statuses.append(status)
+        assert statuses == [202, 202, 429, 429]
+        assert response.mimetype == "application/problem+json"
+        assert int(response.headers["Retry-After"]) >= 1
+        assert jobs_stored() == 2
+    finally:
+        reset_runtime()
+        get_settings.cache_clear()

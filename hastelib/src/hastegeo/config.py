@@ -107,6 +107,15 @@ class PipelineSettings(_Section):
     max_body_bytes: int = Field(
         262144, alias="HASTE_MAX_BODY_BYTES", gt=0, description="Largest accepted request body (bytes)."
     )
+    submit_rate_per_s: float = Field(
+        0,
+        alias="HASTE_SUBMIT_RATE_PER_S",
+        ge=0,
+        description="Submissions admitted per second per instance (0 = no limit).",
+    )
+    submit_burst: int = Field(
+        200, alias="HASTE_SUBMIT_BURST", ge=1, description="Submissions admitted at once before the rate applies."
+    )
     cors_allowed_origins: CsvList = Field(
         [], alias="HASTE_CORS_ALLOWED_ORIGINS", description="Origins allowed to call the API from a browser."
     )

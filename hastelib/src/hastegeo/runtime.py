@@ -34,6 +34,7 @@ from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
+from hastegeo.utils.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class Runtime:
     poison: PoisonStep
     upstream: UpstreamStep
     reconcile: ReconcileStep
+    submit_limiter: TokenBucket
 
 
 def storage_clients(settings: Settings) -> tuple[BlobServiceClient, QueueServiceClient]:
@@ -140,6 +142,7 @@ def build_runtime(
         poison=PoisonStep(deps),
         upstream=UpstreamStep(deps, acceptor),
         reconcile=ReconcileStep(deps),
+        submit_limiter=TokenBucket(settings.pipeline.submit_rate_per_s, settings.pipeline.submit_burst),
     )
 
 
