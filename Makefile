@@ -9,6 +9,7 @@ NODE_STAMP := node_modules/.installed
 PYTEST_ARGS ?=
 BACKEND ?= local
 JOBS ?= 200
+LOAD_JOBS ?= 1000
 
 .PHONY: help install test check lint typecheck demo dev bench chaos clean
 
@@ -47,8 +48,9 @@ demo: install ## Start the embedded stack and run a real job end to end through 
 dev: install ## Start Azurite and the development Functions host until Ctrl-C
 	$(PY) -m hastegeo.cli.main dev
 
-bench: install ## Pipeline vs plain subprocess launches (JOBS=200), then per-workload runtime and peak memory
+bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_JOBS=1000), per-workload runtime and memory
 	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS)
+	$(PY) -m tests.bench.load_bench --jobs $(LOAD_JOBS)
 	$(PY) -m tests.bench.workloads_bench --sizes 512 4096
 
 chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks

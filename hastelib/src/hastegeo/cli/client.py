@@ -20,13 +20,14 @@ TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
+    def __init__(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         title = body.get("title") or f"HTTP {status}"
         detail = body.get("detail")
         errors = "; ".join(f"{e.get('field')}: {e.get('message')}" for e in body.get("errors") or [])
         super().__init__(" - ".join(part for part in (f"{status} {title}", detail, errors) if part))
         self.status = status
         self.body = body
+        self.headers = headers or {}
 
 
 @dataclass
@@ -58,7 +59,7 @@ class ApiClient:
                 problem = json.loads(raw)
             except ValueError:
                 problem = {"title": raw.decode(errors="replace")[:200]}
-            raise ApiError(exc.code, problem) from None
+            raise ApiError(exc.code, problem, dict(exc.headers)) from None
 
     def submit(self, request: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None

@@ -1,0 +1,151 @@
+"""``make bench`` (load part): a burst of N jobs through the API with a configured submission rate.
+
+Every job must be accepted — at once, or after ``429`` + ``Retry-After`` —
+and finish. Reported: admissions and refusals, time to finish, the host's
+memory (resident set of the host and its worker processes, sampled every
+second: start, peak, end) and the polling cost per job (poll-chain messages
+processed per job, from each job's ``attempts.poll``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import psutil
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.cli.client import ApiClient, ApiError
+from hastegeo.cli.stack import LocalStack
+
+TERMINAL = {"succeeded", "failed", "cancelled"}
+# Poll-chain messages per job, budget: the chain backs off to HASTE_POLL_MAX_S and the
+# local backend's exit nudge ends most jobs before their second poll.
+POLL_BUDGET_PER_JOB = 6
+
+
+def host_rss_mb(stack: LocalStack) -> float:
+    if stack.host is None or stack.host.process is None:
+        return 0.0
+    total = 0
+    try:
+        root = psutil.Process(stack.host.process.pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    for process in processes:
+        try:  # the host and its worker processes; not the workloads it starts
+            if process is root or "hastegeo.devhost" in " ".join(process.cmdline()):
+                total += process.memory_info().rss
+        except psutil.Error:
+            continue
+    return total / 2**20
+
+
+def run(jobs: int, rate: float, burst: int, workdir: Path) -> dict[str, Any]:
+    settings = {
+        "FUNCTIONS_WORKER_PROCESS_COUNT": os.environ.get("BENCH_WORKERS", "2"),
+        "HASTE_LOCAL_SLOTS": "8",
+        "HASTE_POLL_INITIAL_S": "5",
+        "HASTE_POLL_MAX_S": "30",
+        "HASTE_SUBMIT_RATE_PER_S": str(rate),
+        "HASTE_SUBMIT_BURST": str(burst),
+    }
+    with LocalStack(workdir, settings=settings) as stack:
+        blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
+        blobs.get_container_client("haste-inputs").upload_blob("load/input.txt", b"x" * 512, overwrite=True)
+        client = ApiClient(stack.base_url, timeout=60)
+        request = {"workload": "artifacts", "projectId": "load", "inputs": [{"blob": "load/input.txt"}]}
+        memory: list[float] = [host_rss_mb(stack)]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(1.0):
+                memory.append(host_rss_mb(stack))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        refused = 0
+        lock = threading.Lock()
+
+        def submit(i: int) -> str:
+            nonlocal refused
+            while True:
+                try:
+                    return str(client.submit(request, idempotency_key=f"load-{i}")["id"])
+                except ApiError as exc:
+                    if exc.status != 429:
+                        raise
+                    with lock:
+                        refused += 1
+                    time.sleep(float(exc.headers.get("Retry-After", "1")))
+
+        started = time.time()
+        with ThreadPoolExecutor(max_workers=32) as pool:
+            ids = list(pool.map(submit, range(jobs)))
+        accepted_after = time.time() - started
+        finals = wait(client, ids, timeout=max(600.0, jobs * 1.0))
+        elapsed = time.time() - started
+        stop.set()
+        sampler.join(2)
+        polls = [int(job.get("attempts", {}).get("poll", 0)) for job in finals]
+    return {
+        "jobs": jobs,
+        "succeeded": sum(1 for job in finals if job["state"] == "succeeded"),
+        "refused_429": refused,
+        "accepted_after_s": accepted_after,
+        "elapsed_s": elapsed,
+        "rss_start_mb": memory[0],
+        "rss_peak_mb": max(memory),
+        "rss_first_third_mb": statistics.median(memory[: max(1, len(memory) // 3)]),
+        "rss_last_third_mb": statistics.median(memory[-max(1, len(memory) // 3) :]),
+        "polls_mean": statistics.mean(polls) if polls else 0.0,
+        "polls_max": max(polls) if polls else 0,
+    }
+
+
+def wait(client: ApiClient, ids: list[str], timeout: float) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    pending, done = set(ids), {}
+    while pending:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(pending)} jobs did not finish in {timeout:.0f}s")
+        time.sleep(5)  # listing reads every job: polling it fast would load the stack under test
+        for job in client.list("load", page_size=200):
+            if job["id"] in pending and job["state"] in TERMINAL:
+                pending.discard(job["id"])
+                done[job["id"]] = job
+    return [done[i] for i in ids]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=10.0, help="HASTE_SUBMIT_RATE_PER_S")
+    parser.add_argument("--burst", type=int, default=100, help="HASTE_SUBMIT_BURST")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="haste-load-") as tmp:
+        result = run(args.jobs, args.rate, args.burst, Path(tmp))
+    print(f"\nload: {result['jobs']} jobs in one burst, rate {args.rate}/s, burst {args.burst}, {os.cpu_count()} cores")
+    print(f"  succeeded             {result['succeeded']}/{result['jobs']}")
+    print(f"  refused with 429      {result['refused_429']} (all retried after Retry-After and accepted)")
+    print(f"  all accepted after    {result['accepted_after_s']:.1f}s; all finished after {result['elapsed_s']:.1f}s")
+    first, last = result["rss_first_third_mb"], result["rss_last_third_mb"]
+    print(f"  host memory (MB)      idle {result['rss_start_mb']:.0f}, peak {result['rss_peak_mb']:.0f}; "
+          f"median first third {first:.0f}, last third {last:.0f}")  # fmt: skip
+    print(f"  polls per job         mean {result['polls_mean']:.2f}, max {result['polls_max']} "
+          f"(budget {POLL_BUDGET_PER_JOB})")  # fmt: skip
+    ok = result["succeeded"] == result["jobs"] and result["polls_max"] <= POLL_BUDGET_PER_JOB
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
