@@ -112,6 +112,9 @@ param hasteSubmitRatePerS string
 param hasteSubmitBurst string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
+@description('Client id of the Entra app registration for App Service authentication (not an app setting).')
+@minLength(1)
+param authClientId string
 @description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
 param hasteProjectGroups string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
@@ -379,6 +382,7 @@ module functions 'modules/functions.bicep' = {
     deploymentContainer: storage.outputs.deploymentContainer
     appSettings: appSettings.outputs.settings
     corsAllowedOrigins: empty(hasteCorsAllowedOrigins) ? [] : map(split(hasteCorsAllowedOrigins, ','), origin => trim(origin))
+    authClientId: authClientId
   }
 }
 

@@ -9,6 +9,8 @@ using 'main.bicep'
 param environmentName = readEnvironmentVariable('AZURE_ENV_NAME', 'haste')
 param location = readEnvironmentVariable('AZURE_LOCATION', 'westeurope')
 param imageTag = readEnvironmentVariable('DEPLOY_IMAGE_TAG', '1')
+// The Entra app registration App Service authentication validates callers' tokens for.
+param authClientId = readEnvironmentVariable('DEPLOY_AUTH_CLIENT_ID', '')
 param batchCpuVmSize = readEnvironmentVariable('DEPLOY_BATCH_CPU_VM_SIZE', 'Standard_D4s_v5')
 param batchGpuVmSize = readEnvironmentVariable('DEPLOY_BATCH_GPU_VM_SIZE', 'Standard_NC4as_T4_v3')
 param batchMaxNodes = readEnvironmentVariable('DEPLOY_BATCH_MAX_NODES', '4')

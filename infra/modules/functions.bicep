@@ -19,6 +19,11 @@ param maximumInstanceCount int = 40
   4096
 ])
 param instanceMemoryMB int = 2048
+@description('Client id of the Entra app registration callers get tokens for (App Service authentication).')
+@minLength(1)
+param authClientId string
+@description('Tenant of that app registration.')
+param authTenantId string = tenant().tenantId
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -80,6 +85,48 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
       runtime: {
         name: 'python'
         version: '3.11'
+      }
+    }
+  }
+}
+
+// App Service authentication (Easy Auth) validates the caller's Entra token and
+// passes the principal to the app in X-MS-CLIENT-PRINCIPAL; the app trusts that
+// header only because this is on (HASTE_AUTH_MODE=app_service). Health and the
+// OpenAPI document stay anonymous; everything else answers 401 without a token.
+resource auth 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: app
+  name: 'authsettingsV2'
+  properties: {
+    platform: {
+      enabled: true
+    }
+    globalValidation: {
+      requireAuthentication: true
+      unauthenticatedClientAction: 'Return401'
+      excludedPaths: [
+        '/api/health'
+        '/api/openapi.json'
+      ]
+    }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: authClientId
+          openIdIssuer: '${environment().authentication.loginEndpoint}${authTenantId}/v2.0'
+        }
+        validation: {
+          allowedAudiences: [
+            'api://${authClientId}'
+            authClientId
+          ]
+        }
+      }
+    }
+    login: {
+      tokenStore: {
+        enabled: false
       }
     }
   }
