@@ -45,6 +45,7 @@ _AUTH_RESPONSES = {
     },
 }
 
+_ID_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$"
 _JOB_ID = {
     "name": "id",
     "in": "path",
@@ -146,7 +147,12 @@ def openapi_document() -> dict[str, Any]:
                     "operationId": "listJobs",
                     "parameters": [
                         _PRINCIPAL,
-                        {"name": "projectId", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {
+                            "name": "projectId",
+                            "in": "query",
+                            "required": True,
+                            "schema": {"type": "string", "pattern": _ID_PATTERN},
+                        },
                         {
                             "name": "state",
                             "in": "query",

@@ -1,0 +1,105 @@
+"""One stack for the fuzz module: Azurite plus an HTTP-only development host, and the schema it serves."""
+
+from __future__ import annotations
+
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import schemathesis
+from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueClient
+
+from hastegeo.cli.stack import HOST_START_TIMEOUT_S, HostProcess, LocalStack
+from hastegeo.store.queues import SUBMIT_QUEUE
+
+# The caller the host injects into every request that carries no X-MS-CLIENT-PRINCIPAL of its own.
+FUZZ_PRINCIPAL = "name=fuzz@localhost;roles=Haste.Admin"
+JOBS_CONTAINER = "haste-jobs"
+
+
+class HttpOnlyHost(HostProcess):
+    """:class:`HostProcess` running ``tests.fuzz.http_only_host``: the same app, but nothing consumes the queues."""
+
+    def start(self) -> HttpOnlyHost:
+        import subprocess
+
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.fuzz.http_only_host", str(self.port)],
+                cwd=self.root,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + HOST_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the HTTP-only host exited during start-up; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/api/health", timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"the HTTP-only host did not answer within {HOST_START_TIMEOUT_S:.0f}s")
+
+
+class FuzzStack(LocalStack):
+    """:class:`LocalStack` whose host serves HTTP only, so queue counts stay still while they are compared."""
+
+    def start_host(self) -> HostProcess:
+        self.host = HttpOnlyHost(self.root, self.env, self.port, self.workdir / "host.log", self.lease_seconds).start()
+        return self.host
+
+
+class Storage:
+    """What the API has stored: job documents and messages waiting on ``jobs-submit``."""
+
+    def __init__(self, connection_string: str) -> None:
+        self._jobs = BlobServiceClient.from_connection_string(connection_string).get_container_client(JOBS_CONTAINER)
+        self._submit = QueueClient.from_connection_string(connection_string, SUBMIT_QUEUE)
+
+    def job_documents(self) -> int:
+        return sum(1 for _ in self._jobs.list_blobs(name_starts_with="jobs/"))
+
+    def submit_messages(self) -> int:
+        return int(self._submit.get_queue_properties().approximate_message_count or 0)
+
+    def counts(self) -> tuple[int, int]:
+        return self.job_documents(), self.submit_messages()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    with FuzzStack(tmp_path_factory.mktemp("fuzz"), settings={"HASTE_DEV_PRINCIPAL": FUZZ_PRINCIPAL}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def api_base_url(stack: LocalStack) -> str:
+    return f"{stack.base_url}/api"
+
+
+@pytest.fixture(scope="module")
+def schema(stack: LocalStack, api_base_url: str) -> schemathesis.BaseSchema:
+    loaded = schemathesis.openapi.from_url(f"{stack.base_url}/api/openapi.json", timeout=10)
+    loaded.config.base_url = api_base_url
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def storage(stack: LocalStack) -> Storage:
+    return Storage(stack.azurite.connection_string)
+
+
+@pytest.fixture
+def host_log(stack: LocalStack) -> Path:
+    return stack.workdir / "host.log"
