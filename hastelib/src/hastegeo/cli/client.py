@@ -35,6 +35,8 @@ class ApiClient:
     base_url: str
     function_key: str | None = None
     timeout: float = 30.0
+    # An Entra access token for the API's app registration (App Service authentication).
+    bearer_token: str | None = None
 
     def request(
         self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
@@ -45,6 +47,8 @@ class ApiClient:
             all_headers["Content-Type"] = "application/json"
         if self.function_key:
             all_headers["x-functions-key"] = self.function_key
+        if self.bearer_token:
+            all_headers["Authorization"] = f"Bearer {self.bearer_token}"
         url = self.base_url.rstrip("/") + path
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"not an http(s) URL: {url}")

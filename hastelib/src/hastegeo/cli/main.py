@@ -23,7 +23,14 @@ EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 3}
 
 
 def _client(args: argparse.Namespace) -> ApiClient:
-    return ApiClient(args.url, function_key=os.environ.get("HASTE_FUNCTION_KEY") or None)
+    """Credentials come from the environment, never from arguments (which end up in shell history):
+    HASTE_FUNCTION_KEY for the platform's key check, HASTE_API_TOKEN for App Service authentication
+    (e.g. ``az account get-access-token --resource api://<client id>``)."""
+    return ApiClient(
+        args.url,
+        function_key=os.environ.get("HASTE_FUNCTION_KEY") or None,
+        bearer_token=os.environ.get("HASTE_API_TOKEN") or None,
+    )
 
 
 def print_event(event: dict[str, Any]) -> None:
