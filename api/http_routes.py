@@ -18,6 +18,7 @@ from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
 from hastegeo.runtime import get_runtime
+from hastegeo.store.queues import SUBMIT_QUEUE
 from hastegeo.store.read_urls import READ_URL_TTL, read_url
 from hastegeo.utils.errors import (
     BackendUnavailableError,
@@ -32,12 +33,27 @@ from hastegeo.utils.ratelimit import TokenBucket
 log = logging.getLogger(__name__)
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
+
+class _Direct(func.Out[str]):
+    """Stands for "no output binding given" (a direct call, as in tests): the acceptor sends itself."""
+
+    def set(self, val: str) -> None:
+        raise RuntimeError("not an output binding")
+
+    def get(self) -> str:
+        raise RuntimeError("not an output binding")
+
+
+DIRECT = _Direct()
 _JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _MAX_PAGE = 200
 
 
 @bp.route(route="jobs", methods=["POST"])
-def submit_job(req: func.HttpRequest) -> func.HttpResponse:
+@bp.queue_output(arg_name="submit", queue_name=SUBMIT_QUEUE, connection="AzureWebJobsStorage")
+def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.HttpResponse:
+    """Accept a job. The submit message leaves through the output binding: the host sends it once
+    this function has returned — after the job is stored — and wakes the submit listener at once."""
     runtime = get_runtime()
     try:
         principal = caller(req, runtime.settings.auth, "jobs")
@@ -61,7 +77,8 @@ def submit_job(req: func.HttpRequest) -> func.HttpResponse:
         request = parse_request(decode_body(body))
         # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
         require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
-        accepted = runtime.acceptor.accept(request, idempotency_key=key)
+        enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
+        accepted = runtime.acceptor.accept(request, idempotency_key=key, enqueue=enqueue)
     except Denied as denied:
         return denied.response
     except RequestRejected as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -164,8 +164,14 @@ class JobAcceptor:
         idempotency_key: str | None = None,
         source: str = "api",
         parent: Job | None = None,
+        enqueue: Callable[[JobMessage], None] | None = None,
     ) -> Accepted:
         """Store a new job (or return the one this idempotency key already created) and enqueue it.
+
+        ``enqueue`` replaces the direct send, for callers that hand the message
+        to the Functions host as an output binding: the host sends it after
+        the function returns (so after the job is stored) and wakes the
+        queue's listener at once, as the platform does for its own writes.
 
         A follow-on job (``parent`` given) runs on its parent's backend and
         links to it; its inputs are built by the server from the parent, so
@@ -183,10 +189,11 @@ class JobAcceptor:
         processor.validate(request)
         fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
         job_id = keyed_job_id(request.project_id, idempotency_key) if idempotency_key else new_job_id()
+        send = enqueue or (lambda message: deps.queues.send(SUBMIT_QUEUE, message))
         if idempotency_key:
             existing = deps.store.find(job_id)
             if existing is not None:
-                return self._replay(existing, fingerprint)
+                return self._replay(existing, fingerprint, send)
         requested = request.backend or deps.settings.routing.default_backend
         if parent is not None:
             requested = parent.backend
@@ -222,19 +229,19 @@ class JobAcceptor:
             parent_job_id=parent.id if parent is not None else None,
         )
         if not deps.store.create(job):  # a concurrent request with the same key won
-            return self._replay(deps.store.get(job_id), fingerprint)
-        deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=job_id, kind="submit"))
+            return self._replay(deps.store.get(job_id), fingerprint, send)
+        send(JobMessage(job_id=job_id, kind="submit"))
         log.info("accepted job %s (%s on %s)", job_id, request.workload, backend)
         return Accepted(job=job, created=True)
 
-    def _replay(self, existing: Job, fingerprint: str) -> Accepted:
+    def _replay(self, existing: Job, fingerprint: str, send: Callable[[JobMessage], None]) -> Accepted:
         if existing.request_fingerprint != fingerprint:
             raise ConflictError("This Idempotency-Key was already used for a different request")
         age = (self._deps.clock() - existing.created_at).total_seconds()
         if existing.state is JobState.QUEUED and age > REENQUEUE_AFTER_S:
             # The first attempt may have stored the job and lost the enqueue; a
             # duplicate submit message is harmless, a missing one is not.
-            self._deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=existing.id, kind="submit"))
+            send(JobMessage(job_id=existing.id, kind="submit"))
         return Accepted(job=existing, created=False)
 
     def _check_inputs(self, request: JobRequest) -> None:
