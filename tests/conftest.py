@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from hastegeo.config import load_settings
 from hastegeo.devhost.azurite import Azurite
+from hastegeo.runtime import Runtime, build_runtime
+
+RuntimeFactory = Callable[..., Runtime]
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +36,31 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         if key.startswith(("HASTE_", "BATCH_", "AML_", "AzureWebJobs")):
             monkeypatch.delenv(key)
     return monkeypatch
+
+
+@pytest.fixture
+def make_runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[RuntimeFactory]:
+    """Build pipeline runtimes on the session's Azurite, isolated per test by container names."""
+    built: list[Runtime] = []
+
+    def factory(**overrides: str) -> Runtime:
+        env = {
+            "AzureWebJobsStorage": azurite.connection_string,
+            "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+            "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+            "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+            "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+            "HASTE_LOCAL_SLOTS": "2",
+            "HASTE_POLL_INITIAL_S": "1",
+            **overrides,
+        }
+        runtime = build_runtime(load_settings(env))
+        built.append(runtime)
+        return runtime
+
+    yield factory
+    for runtime in built:
+        for adapter in runtime.registry.built().values():
+            close = getattr(adapter, "close", None)
+            if close is not None:
+                close()

@@ -15,9 +15,10 @@ from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.utils.errors import ConflictError, TerminalBackendError
+from tests.conftest import RuntimeFactory
 from tests.support.processors import FAIL, ScriptProcessor
 
-from .conftest import RuntimeFactory, drive, put_input, request
+from .conftest import drive, put_input, request
 
 pytestmark = pytest.mark.azurite
 

@@ -13,9 +13,10 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
+from tests.conftest import RuntimeFactory
 from tests.support.processors import ScriptProcessor
 
-from .conftest import RuntimeFactory, drive, request
+from .conftest import drive, request
 
 pytestmark = pytest.mark.azurite
 

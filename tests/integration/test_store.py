@@ -12,8 +12,7 @@ from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import new_job_id, record
 from hastegeo.utils.errors import IllegalTransitionError, JobNotFoundError
-
-from .conftest import RuntimeFactory
+from tests.conftest import RuntimeFactory
 
 pytestmark = pytest.mark.azurite
 NOW = datetime(2026, 11, 30, tzinfo=UTC)

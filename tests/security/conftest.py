@@ -4,48 +4,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient
 from azure.storage.queue import QueueClient
 
 from hastegeo.cli.stack import LocalStack
-from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
-from hastegeo.runtime import Runtime, build_runtime
 
-RuntimeFactory = Callable[..., Runtime]
 STACK_JOBS_CONTAINER = "haste-jobs"
 STACK_INPUTS_CONTAINER = "haste-inputs"
-
-
-@pytest.fixture
-def make_runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[RuntimeFactory]:
-    """Build a pipeline runtime on the session Azurite, isolated by container names (like the integration suite)."""
-    built: list[Runtime] = []
-
-    def factory(**overrides: str) -> Runtime:
-        env = {
-            "AzureWebJobsStorage": azurite.connection_string,
-            "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-            "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-            "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-            "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
-            "HASTE_LOCAL_SLOTS": "2",
-            "HASTE_POLL_INITIAL_S": "1",
-            **overrides,
-        }
-        runtime = build_runtime(load_settings(env))
-        built.append(runtime)
-        return runtime
-
-    yield factory
-    for runtime in built:
-        for adapter in runtime.registry.built().values():
-            close = getattr(adapter, "close", None)
-            if close is not None:
-                close()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,8 @@ from azure.storage.blob import ContainerClient
 from hastegeo.cli.stack import LocalStack
 from hastegeo.runtime import Runtime
 from hastegeo.store.queues import POISON_SUFFIX, REQUESTS_QUEUE, SUBMIT_QUEUE
-from tests.security.conftest import RuntimeFactory, stack_container, stack_queue, wait_until
+from tests.conftest import RuntimeFactory
+from tests.security.conftest import stack_container, stack_queue, wait_until
 
 pytestmark = pytest.mark.azurite
 
