@@ -46,6 +46,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     )
     for r in RESULTS:
         write(
-            f"{r.scenario[:47]:<48}{r.jobs:>6}{r.terminal:>10}{r.succeeded:>11}"
+            f"{r.scenario[:55]:<56}{r.jobs:>6}{r.terminal:>10}{r.succeeded:>11}"
             f"{r.duplicates:>12}{r.lost_events:>13}{r.leaks:>7}"
         )

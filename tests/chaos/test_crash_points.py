@@ -1,0 +1,128 @@
+"""Crashes at the worst moments, in process: the step dies right after a side effect it has
+not recorded yet, the message comes back, and the job still ends once, run once, told once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hastegeo.config import load_settings
+from hastegeo.devhost.azurite import Azurite
+from hastegeo.pipeline.accept import parse_request
+from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.store.queues import JobMessage
+
+from .checks import assert_clean, check_jobs
+from .conftest import CHAOS_JOBS, Outcome
+
+pytestmark = [pytest.mark.azurite]
+BODY = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
+
+
+class Crash(BaseException):
+    """The process dying: not an Exception, so nothing on the way up handles it."""
+
+
+@pytest.fixture
+def runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[Runtime]:
+    env = {
+        "AzureWebJobsStorage": azurite.connection_string,
+        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+        "HASTE_LOCAL_SLOTS": "4",
+    }
+    built = build_runtime(load_settings(env))
+    built.blobs.get_container_client(f"inputs-{unique}").upload_blob("p1/a.txt", b"alpha")
+    yield built
+    for adapter in built.registry.built().values():
+        getattr(adapter, "close", lambda: None)()
+
+
+def crash_once_after(target: Any, name: str, key: Callable[..., str]) -> set[str]:
+    """Make ``target.name`` crash right after doing its work, once per job (``key`` names the job)."""
+    original: Callable[..., Any] = getattr(target, name)
+    crashed: set[str] = set()
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        job = key(*args, **kwargs)
+        if job not in crashed:
+            crashed.add(job)
+            raise Crash(name)
+        return result
+
+    setattr(target, name, wrapper)
+    return crashed
+
+
+def deliver(step: Callable[[JobMessage], None], message: JobMessage) -> None:
+    """Deliver until a delivery survives (the queue would redeliver a crashed one)."""
+    for _ in range(5):
+        try:
+            step(message)
+            return
+        except Crash:
+            continue
+    raise AssertionError("still crashing after 5 deliveries")
+
+
+def finish(runtime: Runtime, ids: list[str]) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while not all(runtime.store.get(i).state.terminal for i in ids):
+        assert time.monotonic() < deadline
+        for job_id in ids:
+            job = runtime.store.get(job_id)
+            if not job.state.terminal:
+                deliver(runtime.poll.handle, JobMessage(job_id=job_id, kind="poll", attempt=job.poll_seq))
+        time.sleep(0.05)
+
+
+def test_crash_between_provider_submit_and_handle_persistence(
+    runtime: Runtime, tmp_path: Path, outcome: Outcome
+) -> None:
+    ids = [runtime.acceptor.accept(parse_request(BODY)).job.id for _ in range(CHAOS_JOBS)]
+    crashed = crash_once_after(runtime.deps.service, "submit", key=lambda backend, spec: spec.job_id)
+    for job_id in ids:
+        deliver(runtime.submit.handle, JobMessage(job_id=job_id, kind="submit"))
+    assert crashed == set(ids)  # every job's first submit died after the provider accepted it
+    finish(runtime, ids)
+    check_jobs(outcome, [runtime.store.get(i).api_view() for i in ids], tmp_path / "local")
+    assert outcome.succeeded == len(ids)
+    assert_clean(outcome)
+
+
+def test_crash_during_post_processing(runtime: Runtime, tmp_path: Path, outcome: Outcome) -> None:
+    ids = [runtime.acceptor.accept(parse_request(BODY)).job.id for _ in range(CHAOS_JOBS)]
+    for job_id in ids:
+        deliver(runtime.submit.handle, JobMessage(job_id=job_id, kind="submit"))
+    crashed = crash_once_after(runtime.deps.processors["artifacts"], "postprocess", key=lambda job, *rest: job.id)
+    finish(runtime, ids)
+    assert crashed == set(ids)  # every job's post-processing died once after doing its reads
+    check_jobs(outcome, [runtime.store.get(i).api_view() for i in ids], tmp_path / "local")
+    assert outcome.succeeded == len(ids)
+    assert_clean(outcome)
+
+
+def test_crash_right_after_accepting(runtime: Runtime, tmp_path: Path, outcome: Outcome) -> None:
+    """The job is stored, the submit message never sent: a retry with the same key finds it,
+    and the reconciler re-sends its message once it has been quiet."""
+    crashed = crash_once_after(runtime.store, "create", key=lambda job: job.id)
+    with pytest.raises(Crash):
+        runtime.acceptor.accept(parse_request(BODY), idempotency_key="retry-me")
+    again = runtime.acceptor.accept(parse_request(BODY), idempotency_key="retry-me")
+    assert crashed == {again.job.id}
+    assert not again.created  # the client's retry is answered with the stored job, not a second one
+    assert [j.id for j in runtime.store.list("p1").jobs] == [again.job.id]
+    # The submit message the crash lost is what the reconciler re-sends (tests/integration/test_reconcile.py).
+    deliver(runtime.submit.handle, JobMessage(job_id=again.job.id, kind="submit"))
+    finish(runtime, [again.job.id])
+    check_jobs(outcome, [runtime.store.get(again.job.id).api_view()], tmp_path / "local")
+    assert outcome.succeeded == 1
+    assert_clean(outcome)
