@@ -42,7 +42,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     write = terminalreporter.write_line
     write("")
     write(
-        f"{'scenario':<48}{'jobs':>6}{'terminal':>10}{'succeeded':>11}{'duplicates':>12}{'lost events':>13}{'leaks':>7}"
+        f"{'scenario':<56}{'jobs':>6}{'terminal':>10}{'succeeded':>11}{'duplicates':>12}{'lost events':>13}{'leaks':>7}"
     )
     for r in RESULTS:
         write(
