@@ -12,6 +12,7 @@ import pytest
 from hastegeo.config import load_settings
 from hastegeo.devhost.azurite import Azurite
 from hastegeo.pipeline.accept import parse_request
+from hastegeo.processors.artifacts import ArtifactsProcessor
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import JobMessage
 
@@ -102,7 +103,9 @@ def test_crash_during_post_processing(runtime: Runtime, tmp_path: Path, outcome:
     ids = [runtime.acceptor.accept(parse_request(BODY)).job.id for _ in range(CHAOS_JOBS)]
     for job_id in ids:
         deliver(runtime.submit.handle, JobMessage(job_id=job_id, kind="submit"))
-    crashed = crash_once_after(runtime.deps.processors["artifacts"], "postprocess", key=lambda job, *rest: job.id)
+    # A processor of this runtime's own: the registered one is shared by every runtime in the process.
+    processor = runtime.deps.processors["artifacts"] = ArtifactsProcessor()
+    crashed = crash_once_after(processor, "postprocess", key=lambda job, *rest: job.id)
     finish(runtime, ids)
     assert crashed == set(ids)  # every job's post-processing died once after doing its reads
     check_jobs(outcome, [runtime.store.get(i).api_view() for i in ids], tmp_path / "local")
