@@ -85,3 +85,22 @@ def test_preempted_task_reruns_and_the_history_says_so(batch_runtime: tuple[Runt
     finished = drive(runtime, job.id, timeout=60)
     assert finished.state is JobState.SUCCEEDED, finished.reason
     assert any("preemption" in event.message for event in finished.history), [e.message for e in finished.history]
+
+
+def test_reconciler_cancels_a_batch_job_whose_record_ended(batch_runtime: tuple[Runtime, BatchTestService]) -> None:
+    from tests.support.processors import ScriptProcessor
+
+    runtime, service = batch_runtime
+    runtime.deps.processors["artifacts"] = ScriptProcessor()  # a task that sleeps: still active when we look
+    job = runtime.acceptor.accept(
+        parse_request(request(backend="azure_batch", inputs=[], parameters={"sleep": 30}))
+    ).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    batch_job = runtime.store.get(job.id).handle.provider_ids["job_id"]  # type: ignore[union-attr]
+    assert (job.id, batch_job) in {(ours, h.provider_ids["job_id"]) for ours, h in runtime.deps.service.list_active()}
+    # The record ends without the provider hearing of it (say, failed by an operator's fix-up).
+    runtime.store.update(job.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))
+    report = runtime.reconcile.run()
+    assert job.id in report.orphans_cancelled
+    assert job.id not in {ours for ours, _ in runtime.deps.service.list_active()}
+    assert service.engine.jobs[batch_job].state != "active"

@@ -27,8 +27,9 @@ from hastegeo.compute.azure_batch.naming import fingerprint, provider_id
 from hastegeo.compute.azure_batch.policy import RETRYABLE, ErrorKind, RetryBudget, call_with_retry, error_facts
 from hastegeo.compute.azure_batch.settings import AuthMode, BatchSettings
 from hastegeo.compute.azure_batch.status import CANCEL_REASON, task_view, to_status
+from hastegeo.compute.azure_batch.taskspec import JOB_ID_METADATA
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeStatus
+from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeStatus
 from hastegeo.utils.errors import (
     BackendError,
     ConfigurationError,
@@ -146,6 +147,27 @@ class BatchBackend:
             if kind is not ErrorKind.NOT_FOUND:
                 self._remember_unavailable(job_id, reason)
             return None
+
+    def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
+        """(our job id, handle) of every active Batch job this pipeline created, for the reconciler."""
+        active: list[tuple[str, ComputeJobHandle]] = []
+        try:
+            jobs = self._call("list jobs", lambda: list(self._client.list_jobs(filter="state eq 'active'")))
+        except AzureError as exc:
+            raise self._translate(exc, "listing Batch jobs") from exc
+        for job in jobs:
+            metadata = {item.name: item.value for item in job.metadata or []}
+            ours = metadata.get(JOB_ID_METADATA)
+            if not ours or not job.id:
+                continue  # not created by this pipeline
+            handle = ComputeJobHandle(
+                backend=self.name,
+                provider_ids={"job_id": job.id, "task_id": job.id, "pool_id": getattr(job.pool_info, "pool_id", "")},
+                output=BlobLocation(container="", path=""),  # unknown here; cancel does not need it
+                submitted_at=job.creation_time or self._clock(),
+            )
+            active.append((ours, handle))
+        return active
 
     def cancel(self, handle: ComputeJobHandle) -> None:
         """Terminate the job (recording our reason first), then the task; finished ones are not an error."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -148,6 +149,8 @@ class BatchTestService:
                     raise BatchError(409, "JobExists", "The specified job already exists.")
                 engine.jobs[body["id"]] = Job(body)
             return Answer(201, headers={"DataServiceId": f"{self.url}/jobs/{body['id']}"})
+        if op == "list_jobs":
+            return self._list_jobs(query)
         with engine.lock:
             job = engine.jobs.get(job_id or "")
             if job is None:
@@ -273,6 +276,24 @@ class BatchTestService:
         if skip + size < len(paths):
             next_query = {**query, "$skiptoken": str(skip + size), "api-version": API_VERSION}
             body["odata.nextLink"] = f"{base}?{urlencode(next_query)}"
+        return Answer(200, body)
+
+    def _list_jobs(self, query: dict[str, str]) -> Answer:
+        """``GET /jobs`` with the one ``$filter`` form the adapter sends (``state eq '<state>'``) and paging."""
+        wanted = re.fullmatch(r"\s*state eq '(\w+)'\s*", query.get("$filter", "")) if query.get("$filter") else None
+        if query.get("$filter") and wanted is None:
+            raise BatchError(400, "InvalidQueryParameterValue", "Only $filter=state eq '<state>' is supported here.")
+        with self.engine.lock:
+            jobs = sorted(
+                (job for job in self.engine.jobs.values() if wanted is None or job.state == wanted.group(1)),
+                key=lambda job: job.id,
+            )
+            skip = int(query.get("$skiptoken") or 0)
+            size = min(int(query.get("maxresults") or self.page_size), self.page_size)
+            body: dict[str, Any] = {"value": [self._job_json(job) for job in jobs[skip : skip + size]]}
+        if skip + size < len(jobs):
+            next_query = {**query, "$skiptoken": str(skip + size), "api-version": API_VERSION}
+            body["odata.nextLink"] = f"{self.url}/jobs?{urlencode(next_query)}"
         return Answer(200, body)
 
     def _job_json(self, job: Job) -> dict[str, Any]:
