@@ -208,7 +208,7 @@ def test_provider_outage_longer_than_the_retry_budget(own_azurite: Azurite, tmp_
         runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", attempt=runtime.store.get(job.id).poll_seq))
         final = runtime.store.get(job.id)
         assert final.state is JobState.FAILED
-        assert final.reason == "did not finish before its deadline"
+        assert final.reason == "did not finish before its deadline (600s)"
         check_jobs(outcome, [final.api_view()], None)
         assert_clean(outcome)
     finally:

@@ -6,7 +6,7 @@ import logging
 
 from hastegeo.models.job import Job
 from hastegeo.models.states import CANCELLABLE, JobState
-from hastegeo.pipeline.deps import PipelineDeps, record
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.utils.errors import ConflictError, HasteError, describe_exception
 
@@ -34,19 +34,15 @@ class CancelStep:
             if job.state not in CANCELLABLE:
                 raise ConflictError(f"Job {job.id} is {job.state.value} and can no longer be cancelled")
             if job.state is JobState.QUEUED:
-                return record(
+                return deps.event(
                     job,
-                    now=deps.clock(),
-                    limit=deps.settings.pipeline.history_limit,
                     message="cancelled before it was submitted",
                     source="api",
                     state=JobState.CANCELLED,
                     reason="cancelled by request",
                 )
-            return record(
+            return deps.event(
                 job,
-                now=deps.clock(),
-                limit=deps.settings.pipeline.history_limit,
                 message="cancellation requested",
                 source="api",
                 state=JobState.CANCEL_REQUESTED,
@@ -82,10 +78,8 @@ class PoisonStep:
                 return None
             cause = job.last_error or "no error was recorded"
             reason = f"gave up after repeated failures of the {step} step; last error: {cause}"
-            return record(
+            return deps.event(
                 job,
-                now=deps.clock(),
-                limit=deps.settings.pipeline.history_limit,
                 message=f"failed: {reason}",
                 source="poison",
                 state=JobState.FAILED,

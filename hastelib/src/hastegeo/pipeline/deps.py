@@ -42,6 +42,32 @@ class PipelineDeps:
     def output_location(self, job_id: str) -> BlobLocation:
         return BlobLocation(container=self.settings.storage.outputs_container, path=f"jobs/{job_id}")
 
+    def event(self, job: Job, message: str, source: str, state: JobState | None = None, **fields: Any) -> Job:
+        """:func:`record` with this pipeline's clock and history limit."""
+        return record(
+            job,
+            now=self.clock(),
+            limit=self.settings.pipeline.history_limit,
+            message=message,
+            source=source,
+            state=state,
+            **fields,
+        )
+
+    def end_job(self, job_id: str, state: JobState, message: str, *, source: str, reason: str | None) -> bool:
+        """Move a job to a terminal ``state`` with one event, unless it has already ended.
+
+        Returns True when this call ended it (another writer may have got there first).
+        """
+        ended = [False]
+
+        def change(job: Job) -> Job | None:
+            ended[0] = not job.state.terminal
+            return self.event(job, message, source, state, reason=reason) if ended[0] else None
+
+        self.store.update(job_id, change)
+        return ended[0]
+
     def poll_delay(self, seq: int) -> float:
         pipeline = self.settings.pipeline
         return float(min(pipeline.poll_initial_s * pipeline.poll_backoff**seq, pipeline.poll_max_s))

@@ -23,7 +23,8 @@ from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
-from hastegeo.pipeline.deps import PipelineDeps, record
+from hastegeo.pipeline.deadlines import expire
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.processors.base import OutputAccess, PostprocessError
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
@@ -55,12 +56,13 @@ class PollStep:
             self._finish(version)  # an earlier post-processing attempt did not complete
             return
         if deps.clock() > job.deadline_at:
-            self._give_up(job, "did not finish before its deadline")
+            expire(deps, job, SOURCE)
             return
         try:
             status = deps.service.status(job.handle)
         except TerminalBackendError as exc:
-            self._fail(job, f"lost track of the provider job: {describe_exception(exc)}")
+            reason = f"lost track of the provider job: {describe_exception(exc)}"
+            deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason)
             return
         except HasteError as exc:
             # Transient errors, and a backend that cannot start right now (a
@@ -72,7 +74,9 @@ class PollStep:
                 self._cancel_provider(job)
             waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
             if status.state is ComputeState.QUEUED and waited > deps.settings.pipeline.queued_deadline_s:
-                self._give_up(job, f"the provider did not start it within {deps.settings.pipeline.queued_deadline_s}s")
+                reason = f"the provider did not start it within {deps.settings.pipeline.queued_deadline_s}s"
+                self._cancel_provider(job)
+                deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason)
                 return
             self._progress(version, status, chain)
             return
@@ -105,9 +109,9 @@ class PollStep:
                 updates["attempts"] = current.attempts.model_copy(update={"poll": current.attempts.poll + 1})
             updated = current
             if changed:
-                updated = record(updated, now=deps.clock(), limit=self._limit, message=note, source=SOURCE)
+                updated = deps.event(updated, message=note, source=SOURCE)
             for line in fresh:
-                updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="workload")
+                updated = deps.event(updated, message=line, source="workload")
             if fresh:
                 updates["progress_offset"] = current.progress_offset + consumed
             return updated.model_copy(update=updates)
@@ -132,7 +136,7 @@ class PollStep:
                 updates["poll_seq"] = seq + 1
             if current.last_error == message:
                 return current.model_copy(update=updates)
-            return record(current, now=deps.clock(), limit=self._limit, message=message, source=SOURCE, **updates)
+            return deps.event(current, message=message, source=SOURCE, **updates)
 
         deps.store.update(job.id, change, known=version)
 
@@ -142,12 +146,13 @@ class PollStep:
         deps = self._deps
         job = version[0]
         if status.state is ComputeState.CANCELLED:
-            self._terminal(job, JobState.CANCELLED, f"cancelled: {status.reason or 'by request'}", status.reason)
+            message = f"cancelled: {status.reason or 'by request'}"
+            deps.end_job(job.id, JobState.CANCELLED, message, source=SOURCE, reason=status.reason)
             self._cleanup(job)
             return
         if status.state is ComputeState.FAILED:
             reason = status.reason or f"the workload failed (exit code {status.exit_code})"
-            self._terminal(job, JobState.FAILED, f"failed: {reason}", reason)
+            deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason)
             self._cleanup(job)
             return
         late = " (it completed before the cancellation took effect)" if job.state is JobState.CANCEL_REQUESTED else ""
@@ -160,11 +165,9 @@ class PollStep:
                 return None
             if status.detail and status.detail != current.detail:
                 # What happened since the last poll (a preemption, say) still deserves its line.
-                current = record(current, now=deps.clock(), limit=self._limit, message=status.detail, source=SOURCE)
-            return record(
+                current = deps.event(current, message=status.detail, source=SOURCE)
+            return deps.event(
                 current,
-                now=deps.clock(),
-                limit=self._limit,
                 message=f"workload finished (exit code {status.exit_code}){late}; post-processing",
                 source=SOURCE,
                 state=JobState.POSTPROCESSING,
@@ -184,7 +187,8 @@ class PollStep:
         try:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
-            self._terminal(job, JobState.FAILED, f"post-processing failed: {exc}", str(exc), source="postprocess")
+            message = f"post-processing failed: {exc}"
+            deps.end_job(job.id, JobState.FAILED, message, source="postprocess", reason=str(exc))
             return
         progress = access.read(processor.progress_log_path) or b""
         # The lines not yet copied while the job ran (all of them, for a fast job).
@@ -199,19 +203,15 @@ class PollStep:
                 return None
             updated = current
             for line in dict.fromkeys(notes):  # once each, in order
-                updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="postprocess")
+                updated = deps.event(updated, message=line, source="postprocess")
             for line in last_lines:
-                updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="workload")
+                updated = deps.event(updated, message=line, source="workload")
             for line in follow_ons:
-                updated = record(updated, now=deps.clock(), limit=self._limit, message=line, source="postprocess")
+                updated = deps.event(updated, message=line, source="postprocess")
             if note:
-                updated = record(
-                    updated, now=deps.clock(), limit=self._limit, message=f"cleanup skipped: {note}", source="cleanup"
-                )
-            return record(
+                updated = deps.event(updated, message=f"cleanup skipped: {note}", source="cleanup")
+            return deps.event(
                 updated,
-                now=deps.clock(),
-                limit=self._limit,
                 message=f"succeeded with {len(result.outputs)} output(s)",
                 source="postprocess",
                 state=JobState.SUCCEEDED,
@@ -274,29 +274,6 @@ class PollStep:
             self._deps.service.cancel(job.handle)
         except HasteError as exc:
             log.warning("cancel of %s failed: %s", job.id, describe_exception(exc))
-
-    def _give_up(self, job: Job, reason: str) -> None:
-        self._cancel_provider(job)
-        self._terminal(job, JobState.FAILED, f"failed: {reason}", reason)
-
-    def _fail(self, job: Job, reason: str) -> None:
-        self._terminal(job, JobState.FAILED, f"failed: {reason}", reason)
-
-    def _terminal(self, job: Job, state: JobState, message: str, reason: str | None, source: str = SOURCE) -> None:
-        deps = self._deps
-
-        def change(current: Job) -> Job | None:
-            if current.state.terminal:
-                return None
-            return record(
-                current, now=deps.clock(), limit=self._limit, message=message, source=source, state=state, reason=reason
-            )
-
-        deps.store.update(job.id, change)
-
-    @property
-    def _limit(self) -> int:
-        return self._deps.settings.pipeline.history_limit
 
 
 _STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?\s+")

@@ -21,24 +21,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from hastegeo.compute.contract import ComputeJobHandle
-from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import REENQUEUE_AFTER_S
-from hastegeo.pipeline.deps import PipelineDeps, record
+from hastegeo.pipeline.deadlines import expire
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.jobs import Unfinished
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
-from hastegeo.utils.errors import HasteError, JobNotFoundError, describe_exception
+from hastegeo.utils.errors import HasteError, describe_exception
 
 log = logging.getLogger(__name__)
 SOURCE = "reconcile"
 FOLLOWED_STATES = frozenset({JobState.RUNNING, JobState.CANCEL_REQUESTED, JobState.POSTPROCESSING})
-EXPIRY_REASONS = {
-    JobState.QUEUED: "was not submitted before its deadline",
-    JobState.SUBMITTING: "was not submitted before its deadline",
-    JobState.RUNNING: "did not finish before its deadline",
-    JobState.CANCEL_REQUESTED: "did not stop before its deadline",
-    JobState.POSTPROCESSING: "post-processing did not finish before its deadline",
-}
 
 
 @dataclass
@@ -89,31 +82,9 @@ class ReconcileStep:
                 report.rearmed.append(job.id)
 
     def _expire(self, job_id: str, report: ReconcileReport) -> None:
-        deps = self._deps
-
-        def change(job: Job) -> Job | None:
-            if job.state.terminal or deps.clock() <= job.deadline_at:
-                return None
-            limit = int((job.deadline_at - (job.started_at or job.created_at)).total_seconds())
-            reason = f"{EXPIRY_REASONS[job.state]} ({limit}s)"
-            return record(
-                job,
-                now=deps.clock(),
-                limit=deps.settings.pipeline.history_limit,
-                message=f"failed: {reason}",
-                source=SOURCE,
-                state=JobState.FAILED,
-                reason=reason,
-            )
-
-        try:
-            job = deps.store.update(job_id, change)
-        except JobNotFoundError:
-            return
-        if job.state is JobState.FAILED and job.reason and "deadline" in job.reason:
+        job = self._deps.store.find(job_id)
+        if job is not None and expire(self._deps, job, SOURCE):
             report.expired.append(job_id)
-            if job.handle is not None:
-                self._cancel(job_id, job.handle)
 
     def _orphans(self, report: ReconcileReport) -> None:
         deps = self._deps

@@ -13,7 +13,8 @@ from datetime import timedelta
 from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.deps import PipelineDeps, record
+from hastegeo.pipeline.deadlines import expire
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.utils.errors import HasteError, JobNotFoundError, TransientBackendError, describe_exception
 
@@ -40,11 +41,11 @@ class SubmitStep:
             self._arm_poll(job)
             return
         if job.state is JobState.CANCEL_REQUESTED:
-            self._update(job.id, JobState.CANCELLED, "cancelled before it was submitted", reason="cancelled")
+            deps.end_job(
+                job.id, JobState.CANCELLED, "cancelled before it was submitted", source=SOURCE, reason="cancelled"
+            )
             return
-        if deps.clock() > job.deadline_at:
-            reason = "was not submitted before its deadline"
-            self._update(job.id, JobState.FAILED, reason, reason=reason)
+        if expire(deps, job, SOURCE):
             return
 
         version = deps.store.update_versioned(job.id, self._claim, known=version)
@@ -59,10 +60,8 @@ class SubmitStep:
             cause = describe_exception(exc)
             deps.store.update(
                 job.id,
-                lambda j: record(
+                lambda j: deps.event(
                     j,
-                    now=deps.clock(),
-                    limit=deps.settings.pipeline.history_limit,
                     message=f"submit attempt {j.attempts.submit} on {j.backend} failed, will retry: {cause}",
                     source=SOURCE,
                     last_error=cause,
@@ -71,7 +70,8 @@ class SubmitStep:
             raise
         except HasteError as exc:
             cause = describe_exception(exc)
-            self._update(job.id, JobState.FAILED, f"could not be submitted to {job.backend}: {cause}", reason=cause)
+            line = f"could not be submitted to {job.backend}: {cause}"
+            deps.end_job(job.id, JobState.FAILED, line, source=SOURCE, reason=cause)
             return
 
         job = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version)
@@ -87,10 +87,8 @@ class SubmitStep:
             return None
         attempt = job.attempts.submit + 1
         message = f"submitting to {job.backend}" + (f" (attempt {attempt})" if attempt > 1 else "")
-        return record(
+        return self._deps.event(
             job,
-            now=self._deps.clock(),
-            limit=self._deps.settings.pipeline.history_limit,
             message=message,
             source=SOURCE,
             state=JobState.SUBMITTING,
@@ -106,10 +104,8 @@ class SubmitStep:
         # environment created, local code uploaded) in the "notes" id.
         notes = handle.provider_ids.get("notes")
         target = JobState.RUNNING if job.state is JobState.SUBMITTING else None
-        return record(
+        return self._deps.event(
             job,
-            now=now,
-            limit=self._deps.settings.pipeline.history_limit,
             message=f"submitted to {handle.backend} ({ids})" + (f"; {notes}" if notes else ""),
             source=SOURCE,
             state=target,
@@ -122,21 +118,3 @@ class SubmitStep:
         self._deps.queues.send(
             POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=job.poll_seq), self._deps.poll_delay(0)
         )
-
-    def _update(self, job_id: str, state: JobState, message: str, **fields: object) -> None:
-        deps = self._deps
-
-        def change(job: Job) -> Job | None:
-            if job.state.terminal:
-                return None
-            return record(
-                job,
-                now=deps.clock(),
-                limit=deps.settings.pipeline.history_limit,
-                message=message,
-                source=SOURCE,
-                state=state,
-                **fields,
-            )
-
-        deps.store.update(job_id, change)

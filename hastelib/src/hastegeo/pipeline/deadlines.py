@@ -1,0 +1,56 @@
+"""Deadlines: the one place that decides a job has run out of time, says why, and ends it.
+
+The submit step, the poll step and the reconciler all call :func:`expire`,
+so a job that times out reads the same whichever of them noticed first.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.utils.errors import HasteError, describe_exception
+
+log = logging.getLogger(__name__)
+
+EXPIRY_REASONS = {
+    JobState.QUEUED: "was not submitted before its deadline",
+    JobState.SUBMITTING: "was not submitted before its deadline",
+    JobState.RUNNING: "did not finish before its deadline",
+    JobState.CANCEL_REQUESTED: "did not stop before its deadline",
+    JobState.POSTPROCESSING: "post-processing did not finish before its deadline",
+}
+
+
+def expiry_reason(job: Job) -> str:
+    """``<what did not happen> before its deadline (<limit>s)``, the limit counted from when it applied."""
+    limit = int((job.deadline_at - (job.started_at or job.created_at)).total_seconds())
+    return f"{EXPIRY_REASONS[job.state]} ({limit}s)"
+
+
+def expire(deps: PipelineDeps, job: Job, source: str) -> bool:
+    """Fail ``job`` if it is past its deadline, and cancel its provider job.
+
+    Returns True when this call ended it; False when it is within its
+    deadline or had already ended.
+    """
+    if deps.clock() <= job.deadline_at:
+        return False
+    ended = [False]
+
+    def change(current: Job) -> Job | None:
+        ended[0] = not current.state.terminal and deps.clock() > current.deadline_at
+        if not ended[0]:
+            return None
+        reason = expiry_reason(current)
+        return deps.event(current, f"failed: {reason}", source, JobState.FAILED, reason=reason)
+
+    updated = deps.store.update(job.id, change)
+    if ended[0] and updated.handle is not None:
+        try:
+            deps.service.cancel(updated.handle)
+        except HasteError as exc:  # the reconciler's orphan sweep tries again
+            log.warning("cancel of expired job %s failed: %s", job.id, describe_exception(exc))
+    return ended[0]
