@@ -27,17 +27,19 @@ SCENE_SIZE = 512
 TIMEOUT_S = 300
 
 
-def upload_sample_scene(connection_string: str, folder: Path, prefix: str, size: int = SCENE_SIZE) -> list[str]:
+def upload_sample_scene(
+    connection_string: str, folder: Path, prefix: str, size: int = SCENE_SIZE, container: str = "haste-inputs"
+) -> list[str]:
     """Generate the synthetic scene and upload it to the inputs container. Returns the blob names."""
     from hastegeo.workflows.sample_data import generate  # geospatial imports only when asked for
 
     scene = generate(folder, size=size, seed=0)
-    container = BlobServiceClient.from_connection_string(connection_string).get_container_client("haste-inputs")
+    inputs = BlobServiceClient.from_connection_string(connection_string).get_container_client(container)
     names = []
     for path in (*scene.rasters, scene.labels, scene.buildings):
         name = f"{prefix}/{path.name}"
         with path.open("rb") as data:
-            container.upload_blob(name, data, overwrite=True)
+            inputs.upload_blob(name, data, overwrite=True)
         names.append(name)
     return names
 

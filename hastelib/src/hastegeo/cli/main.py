@@ -150,7 +150,13 @@ def cmd_sample_data(args: argparse.Namespace) -> int:
     if not settings.storage.connection_string:
         raise SystemExit("sample-data needs AzureWebJobsStorage (a connection string), e.g. from `haste dev`")
     with tempfile.TemporaryDirectory(prefix="haste-scene-") as folder:
-        names = upload_sample_scene(settings.storage.connection_string, Path(folder), args.prefix, args.size)
+        names = upload_sample_scene(
+            settings.storage.connection_string,
+            Path(folder),
+            args.prefix,
+            args.size,
+            container=settings.storage.inputs_container,
+        )
     for name in names:
         print(f"{settings.storage.inputs_container}/{name}")
     return 0

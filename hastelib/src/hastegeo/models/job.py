@@ -153,9 +153,14 @@ SERVER_OWNED_FIELDS: frozenset[str] = frozenset(
 )
 
 
+# Server-owned names in both spellings (``createdAt`` and ``created_at``), so neither slips through.
+_OWNED_ANY_SPELLING: frozenset[str] = frozenset(_aliases(Job) - _aliases(JobRequest))
+
+
 def server_owned_fields_in(body: Mapping[str, Any]) -> list[str]:
     """The keys of ``body`` that only the server may set, in camelCase, sorted."""
-    owned_any_case = _aliases(Job) - _aliases(JobRequest)
     return sorted(
-        Job.model_fields[key].alias or key if key in Job.model_fields else key for key in body if key in owned_any_case
+        Job.model_fields[key].alias or key if key in Job.model_fields else key
+        for key in body
+        if key in _OWNED_ANY_SPELLING
     )
