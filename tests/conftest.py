@@ -64,3 +64,38 @@ def make_runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[Runt
             close = getattr(adapter, "close", None)
             if close is not None:
                 close()
+
+
+@pytest.fixture
+def api_settings(
+    azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Path
+) -> Iterator[Callable[..., None]]:
+    """Point the process-wide runtime (what the Functions code uses) at the session's Azurite.
+
+    Call it with extra settings; the runtime is rebuilt from them, and closed after the test.
+    """
+    from hastegeo.config import get_settings
+    from hastegeo.runtime import get_runtime, reset_runtime
+
+    def apply(**overrides: str) -> None:
+        settings = {
+            "AzureWebJobsStorage": azurite.connection_string,
+            "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+            "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+            "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+            "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+            **overrides,
+        }
+        for name, value in settings.items():
+            clean_env.setenv(name, value)
+        get_settings.cache_clear()
+        reset_runtime()
+        applied.append(True)
+
+    applied: list[bool] = []
+    yield apply
+    if applied:
+        for adapter in get_runtime().registry.built().values():
+            getattr(adapter, "close", lambda: None)()
+    reset_runtime()
+    get_settings.cache_clear()

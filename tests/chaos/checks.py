@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,11 @@ def check_jobs(outcome: Outcome, jobs: list[dict[str, Any]], local_root: Path | 
     outcome.succeeded = sum(1 for job in jobs if job["state"] == "succeeded")
     for job in jobs:
         messages = [event["message"] for event in job["history"]]
-        counts = Counter(messages)
         for pattern in ONCE:
             matching = [m for m in messages if re.search(pattern, m)]
             if len(matching) > 1:
                 outcome.duplicates += len(matching) - 1
                 outcome.notes.append(f"{job['id']}: {matching}")
-        outcome.duplicates += sum(n - 1 for m, n in counts.items() if n > 1 and m.startswith("submitted to"))
         states = [event["state"] for event in job["history"]]
         if job["state"] == "succeeded":
             for needed in ("queued", "running", "postprocessing", "succeeded"):

@@ -3,18 +3,17 @@ not recorded yet, the message comes back, and the job still ends once, run once,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.processors.artifacts import ArtifactsProcessor
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.store.queues import JobMessage
+from tests.conftest import RuntimeFactory
 
 from .checks import assert_clean, check_jobs
 from .conftest import CHAOS_JOBS, Outcome
@@ -28,20 +27,10 @@ class Crash(BaseException):
 
 
 @pytest.fixture
-def runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[Runtime]:
-    env = {
-        "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-        "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
-        "HASTE_LOCAL_SLOTS": "4",
-    }
-    built = build_runtime(load_settings(env))
-    built.blobs.get_container_client(f"inputs-{unique}").upload_blob("p1/a.txt", b"alpha")
-    yield built
-    for adapter in built.registry.built().values():
-        getattr(adapter, "close", lambda: None)()
+def runtime(make_runtime: RuntimeFactory) -> Runtime:
+    built = make_runtime(HASTE_LOCAL_SLOTS="4")
+    built.blobs.get_container_client(built.settings.storage.inputs_container).upload_blob("p1/a.txt", b"alpha")
+    return built
 
 
 def crash_once_after(target: Any, name: str, key: Callable[..., str]) -> set[str]:

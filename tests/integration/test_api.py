@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import azure.functions as func
@@ -11,9 +11,7 @@ import pytest
 
 import function_app
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
-from hastegeo.config import get_settings
-from hastegeo.devhost.azurite import Azurite
-from hastegeo.runtime import get_runtime, reset_runtime
+from hastegeo.runtime import get_runtime
 
 pytestmark = pytest.mark.azurite
 
@@ -23,20 +21,8 @@ FUNCTIONS = {f.get_function_name(): f.get_user_function() for f in INDEXED}
 
 
 @pytest.fixture
-def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Any) -> Iterator[None]:
-    clean_env.setenv("AzureWebJobsStorage", azurite.connection_string)
-    clean_env.setenv("HASTE_JOBS_CONTAINER", f"jobs-{unique}")
-    clean_env.setenv("HASTE_INPUTS_CONTAINER", f"inputs-{unique}")
-    clean_env.setenv("HASTE_OUTPUTS_CONTAINER", f"outputs-{unique}")
-    clean_env.setenv("HASTE_LOCAL_ROOT", str(tmp_path))
-    clean_env.setenv("HASTE_MAX_BODY_BYTES", "2048")
-    get_settings.cache_clear()
-    reset_runtime()
-    yield
-    for adapter in get_runtime().registry.built().values():
-        getattr(adapter, "close", lambda: None)()
-    reset_runtime()
-    get_settings.cache_clear()
+def api(api_settings: Callable[..., None]) -> None:
+    api_settings(HASTE_MAX_BODY_BYTES="2048")
 
 
 # The caller App Service authentication would pass: a submitter of project p1 (tests/integration/auth covers others).
@@ -180,25 +166,13 @@ def test_read_urls_only_when_asked_short_lived_and_never_stored(tmp_path: Any) -
     assert "sig=" not in document
 
 
-def test_submissions_over_the_rate_get_a_429_with_retry_after(
-    azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Any
-) -> None:
-    clean_env.setenv("AzureWebJobsStorage", azurite.connection_string)
-    clean_env.setenv("HASTE_JOBS_CONTAINER", f"jobs-{unique}")
-    clean_env.setenv("HASTE_LOCAL_ROOT", str(tmp_path))
-    clean_env.setenv("HASTE_SUBMIT_RATE_PER_S", "0.01")
-    clean_env.setenv("HASTE_SUBMIT_BURST", "2")
-    get_settings.cache_clear()
-    reset_runtime()
-    try:
-        statuses = []
-        for _ in range(4):
-            status, _, response = call("submit_job", "POST", "/api/jobs", VALID)
-            statuses.append(status)
-        assert statuses == [202, 202, 429, 429]
-        assert response.mimetype == "application/problem+json"
-        assert int(response.headers["Retry-After"]) >= 1
-        assert jobs_stored() == 2
-    finally:
-        reset_runtime()
-        get_settings.cache_clear()
+def test_submissions_over_the_rate_get_a_429_with_retry_after(api_settings: Callable[..., None]) -> None:
+    api_settings(HASTE_SUBMIT_RATE_PER_S="0.01", HASTE_SUBMIT_BURST="2")
+    statuses = []
+    for _ in range(4):
+        status, _, response = call("submit_job", "POST", "/api/jobs", VALID)
+        statuses.append(status)
+    assert statuses == [202, 202, 429, 429]
+    assert response.mimetype == "application/problem+json"
+    assert int(response.headers["Retry-After"]) >= 1
+    assert jobs_stored() == 2

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import azure.functions as func
@@ -19,10 +18,8 @@ import pytest
 import api.http_routes as routes
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.cli.stack import LocalStack
-from hastegeo.config import get_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.models.states import JobState
-from hastegeo.runtime import get_runtime, reset_runtime
+from hastegeo.runtime import get_runtime
 from hastegeo.store.queues import SUBMIT_QUEUE
 
 pytestmark = pytest.mark.azurite
@@ -47,20 +44,8 @@ HANDLERS: dict[str, Handler] = {
 
 
 @pytest.fixture
-def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Path) -> Iterator[None]:
-    clean_env.setenv("AzureWebJobsStorage", azurite.connection_string)
-    clean_env.setenv("HASTE_JOBS_CONTAINER", f"jobs-{unique}")
-    clean_env.setenv("HASTE_INPUTS_CONTAINER", f"inputs-{unique}")
-    clean_env.setenv("HASTE_OUTPUTS_CONTAINER", f"outputs-{unique}")
-    clean_env.setenv("HASTE_LOCAL_ROOT", str(tmp_path))
-    clean_env.setenv("HASTE_MAX_BODY_BYTES", str(MAX_BODY))
-    get_settings.cache_clear()
-    reset_runtime()
-    yield
-    for adapter in get_runtime().registry.built().values():
-        getattr(adapter, "close", lambda: None)()
-    reset_runtime()
-    get_settings.cache_clear()
+def api(api_settings: Callable[..., None]) -> None:
+    api_settings(HASTE_MAX_BODY_BYTES=str(MAX_BODY))
 
 
 # An admin, as App Service authentication would pass it: these tests are about input, not access.
