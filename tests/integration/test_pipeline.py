@@ -215,17 +215,29 @@ def test_follow_on_inherits_the_backend_links_to_its_parent_and_is_created_once(
     parent = runtime.acceptor.accept(
         parse_request({"workload": "training", "projectId": "p1", "backend": "local", "parameters": {}})
     ).job
+    # The first post-processing dies after starting the follow-on and before recording success,
+    # so the redelivered message post-processes again: it must find the follow-on, not add one.
+    cleanup = runtime.deps.service.cleanup
+    crashes = []
+
+    def crash_once(handle: Any) -> str | None:
+        if not crashes:
+            crashes.append(handle)
+            raise RuntimeError("the worker died")
+        return cleanup(handle)
+
+    runtime.deps.service.cleanup = crash_once  # type: ignore[method-assign]
     runtime.submit.handle(JobMessage(job_id=parent.id, kind="submit"))
+    with pytest.raises(RuntimeError, match="the worker died"):
+        drive(runtime, parent.id)
     finished = drive(runtime, parent.id)
     assert finished.state is JobState.SUCCEEDED, finished.reason
+    assert len(crashes) == 1
     children = [j for j in runtime.store.list("p1").jobs if j.parent_job_id == parent.id]
     assert len(children) == 1
     child = children[0]
     assert (child.workload, child.backend, child.requested_backend) == ("artifacts", "local", "local")
     assert any(f"started follow-on artifacts job {child.id}" in e.message for e in finished.history)
-    # Post-processing again (a redelivered message after a crash) finds the same follow-on.
-    runtime.poll._start_follow_ons(finished, runtime.deps.processors["training"].follow_ons(finished))
-    assert [j.id for j in runtime.store.list("p1").jobs if j.parent_job_id == parent.id] == [child.id]
     runtime.submit.handle(JobMessage(job_id=child.id, kind="submit"))  # the queue is not consumed here
     packaged = drive(runtime, child.id)
     assert packaged.state is JobState.SUCCEEDED, packaged.reason

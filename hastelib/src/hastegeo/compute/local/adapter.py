@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient
+from azure.storage.blob import BlobClient, BlobServiceClient
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
@@ -243,10 +243,10 @@ class LocalBackend:
             self._download(container.get_blob_client(item.source.path), inputs / item.dest)
 
     @staticmethod
-    def _download(blob: object, target: Path) -> None:
+    def _download(blob: BlobClient, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("wb") as handle:
-            blob.download_blob().readinto(handle)  # type: ignore[attr-defined]
+            blob.download_blob().readinto(handle)
 
     def _finalize(self, handle: ComputeJobHandle, name: str) -> None:
         """Upload outputs/** and logs/** once; a crash midway simply uploads again."""
