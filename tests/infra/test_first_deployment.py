@@ -174,7 +174,9 @@ def test_a_named_group_may_upload_inputs_and_an_upstream_identity_may_send_reque
         "principal": "upstreamSenderPrincipalId",
         "type": "ServicePrincipal",
     }
-    assert re.search(rf"resource requestsQueue '[^']+/queues@[^']+' existing = \{{\n.*\n  name: '{REQUESTS_QUEUE}'", text)
+    assert re.search(
+        rf"resource requestsQueue '[^']+/queues@[^']+' existing = \{{\n.*\n  name: '{REQUESTS_QUEUE}'", text
+    )
     roles_call = module_params(read("main.bicep"), "roles")
     assert roles_call["inputsUploaderGroupId"] == "inputsUploaderGroupId"
     assert roles_call["upstreamSenderPrincipalId"] == "upstreamSenderPrincipalId"
