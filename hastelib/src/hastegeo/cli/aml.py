@@ -165,10 +165,11 @@ def job_containers(environ: Mapping[str, str]) -> tuple[str, str]:
     from hastegeo.config import StorageSettings
 
     fields = StorageSettings.model_fields
-    return tuple(  # type: ignore[return-value]
-        environ.get(fields[name].alias or "", "").strip() or str(fields[name].default)
-        for name in ("inputs_container", "outputs_container")
-    )
+
+    def value(name: str) -> str:
+        return environ.get(fields[name].alias or "", "").strip() or str(fields[name].default)
+
+    return value("inputs_container"), value("outputs_container")
 
 
 def _remote_problems(settings: AmlSettings, factory: ClientFactory, out: TextIO, containers: tuple[str, str]) -> int:
