@@ -5,11 +5,15 @@ import azure.functions as func
 from api.http_routes import bp as http_blueprint
 from api.queue_triggers import bp as queue_blueprint
 from api.timer_triggers import bp as timer_blueprint
+from hastegeo.config import http_auth_level
 from hastegeo.utils.redaction import install_redacting_filter
 
 install_redacting_filter()
 
-app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
+# HASTE_HTTP_AUTH_LEVEL: anonymous behind App Service authentication (a browser sends its Entra token
+# and nothing else), function to ask service callers for a key as well (docs/adr/0007). Routes that
+# set their own level (health, openapi.json) keep it.
+app = func.FunctionApp(http_auth_level=func.AuthLevel[http_auth_level().name])
 app.register_functions(http_blueprint)
 app.register_functions(queue_blueprint)
 app.register_functions(timer_blueprint)

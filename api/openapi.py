@@ -95,8 +95,9 @@ def openapi_document() -> dict[str, Any]:
             "title": "haste-compute",
             "version": __version__,
             "description": (
-                "Every route except /health and /openapi.json needs a function key and a caller identified by "
-                "App Service authentication. Roles: Haste.Reader lists and reads, Haste.Submitter also submits "
+                "Every route except /health and /openapi.json needs a caller identified by App Service "
+                "authentication (an Entra token); a function key as well only where HASTE_HTTP_AUTH_LEVEL=function. "
+                "Roles: Haste.Reader lists and reads, Haste.Submitter also submits "
                 "and cancels, Haste.Admin does everything in every project. Others' jobs are reachable only "
                 "in the caller's projects; a job of another project answers 404, exactly like a missing job."
             ),
@@ -115,7 +116,8 @@ def openapi_document() -> dict[str, Any]:
                 },
             },
         },
-        "security": [{"functionKey": [], "entraId": []}],
+        # Either the token alone (HASTE_HTTP_AUTH_LEVEL=anonymous, the default) or token and key (function).
+        "security": [{"entraId": []}, {"functionKey": [], "entraId": []}],
         "paths": {
             "/jobs": {
                 "post": {

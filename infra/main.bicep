@@ -58,6 +58,16 @@ param amlLowPriority string
   'false'
 ])
 param keyVaultEnabled string
+@description('true: the Key Vault of this environment is in the soft-deleted state (purge protection keeps it 90 days after a teardown): recover it under the same name instead of creating it.')
+@allowed([
+  'true'
+  'false'
+])
+param keyVaultRecover string
+@description('Object id of the Entra group whose members upload job inputs (Storage Blob Data Contributor on the inputs container); empty = none.')
+param inputsUploaderGroupId string
+@description('Principal id of the upstream service identity that sends requests to jobs-requests (Storage Queue Data Message Sender on that queue); empty = none.')
+param upstreamSenderPrincipalId string
 
 // ---- app settings chosen by the operator (passed through to modules/appSettings.bicep) ----
 
@@ -112,6 +122,12 @@ param hasteSubmitRatePerS string
 param hasteSubmitBurst string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
+@description('App setting HASTE_HTTP_AUTH_LEVEL; its meaning is in docs/deploy.md.')
+@allowed([
+  'anonymous'
+  'function'
+])
+param hasteHttpAuthLevel string
 @description('Client id of the Entra app registration for App Service authentication (not an app setting).')
 @minLength(1)
 param authClientId string
@@ -206,6 +222,12 @@ var createKeyVault = keyVaultEnabled == 'true' || amlMode == 'Create'
 var amlSubscription = amlMode == 'Create' || empty(amlSubscriptionId) ? subscription().subscriptionId : amlSubscriptionId
 var amlGroup = amlMode == 'Create' || empty(amlResourceGroup) ? 'rg-${environmentName}' : amlResourceGroup
 var amlWorkspaceName = empty(amlWorkspace) ? 'mlw-haste-${token}' : amlWorkspace
+// The image jobs run in while Azure ML is enabled and AML_IMAGE is left empty: the training image the
+// images step pushes to this environment's registry. Azure ML runs `python -m hastegeo.workflows.<w>`
+// directly (not the image's entrypoint), and the training image holds the whole geospatial stack, so
+// it runs all five workloads. Create mode also registers it as the Environment haste-runtime.
+var amlRuntimeImage = '${registry.outputs.loginServer}/haste-train:${imageTag}'
+var amlImageResolved = amlMode != 'Disabled' && empty(amlImage) ? amlRuntimeImage : amlImage
 
 // One Batch pool per workload; the slim geospatial image runs imagery, embedding and artifacts,
 // the training image runs training and inference.
@@ -290,6 +312,7 @@ module keyVault 'modules/keyVault.bicep' = if (createKeyVault) {
     location: location
     tags: tags
     name: keyVaultName
+    recover: keyVaultRecover == 'true'
   }
 }
 
@@ -303,6 +326,7 @@ module amlCreate 'modules/amlWorkspace.bicep' = if (amlMode == 'Create') {
     storageAccountName: storage.outputs.name
     outputsContainer: hasteOutputsContainer
     keyVaultName: keyVaultName
+    inputsContainer: hasteInputsContainer
     appInsightsName: monitoring.outputs.appInsightsName
     registryName: registry.outputs.name
     computeIdentityId: poolIdentity.outputs.id
@@ -310,7 +334,7 @@ module amlCreate 'modules/amlWorkspace.bicep' = if (amlMode == 'Create') {
     gpuVmSize: amlGpuVmSize
     maxNodes: int(amlMaxNodes)
     lowPriority: amlLowPriority == 'true'
-    image: '${registry.outputs.loginServer}/haste-train:${imageTag}'
+    image: amlRuntimeImage
     imageTag: imageTag
   }
   dependsOn: [
@@ -338,6 +362,7 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteSubmitRatePerS: hasteSubmitRatePerS
     hasteSubmitBurst: hasteSubmitBurst
     hasteCorsAllowedOrigins: hasteCorsAllowedOrigins
+    hasteHttpAuthLevel: hasteHttpAuthLevel
     hasteProjectGroups: hasteProjectGroups
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS
@@ -353,7 +378,7 @@ module appSettings 'modules/appSettings.bicep' = {
     amlCompute: amlCompute
     amlEnvironmentSource: amlEnvironmentSource
     amlEnvironment: amlEnvironment
-    amlImage: amlImage
+    amlImage: amlImageResolved
     amlBuildContext: amlBuildContext
     amlDockerfile: amlDockerfile
     amlCodeDir: amlCodeDir
@@ -395,6 +420,8 @@ module roles 'modules/roles.bicep' = {
     storageAccountName: storage.outputs.name
     inputsContainer: hasteInputsContainer
     outputsContainer: hasteOutputsContainer
+    inputsUploaderGroupId: inputsUploaderGroupId
+    upstreamSenderPrincipalId: upstreamSenderPrincipalId
     registryName: registry.outputs.name
     batchAccountName: batch.outputs.name
     appInsightsName: monitoring.outputs.appInsightsName
@@ -421,3 +448,17 @@ output FUNCTION_APP_URL string = functions.outputs.url
 output AZURE_CONTAINER_REGISTRY_NAME string = registry.outputs.name
 output AZURE_CONTAINER_REGISTRY_ENDPOINT string = registry.outputs.loginServer
 output BATCH_ACCOUNT_NAME string = batch.outputs.name
+// Read back by the azd hooks (infra/scripts) and the images workflow, whichever path deployed.
+// DEPLOYED_* names on purpose: azd writes outputs into its environment, and an output named like a
+// variable main.bicepparam reads would feed a resolved value back in as the next deploy's choice.
+output DEPLOYED_IMAGE_TAG string = imageTag
+output AZURE_KEY_VAULT_NAME string = createKeyVault ? keyVaultName : ''
+output DEPLOYED_AML_MODE string = amlMode
+output DEPLOYED_AML_SUBSCRIPTION_ID string = amlMode == 'Disabled' ? '' : amlSubscription
+output DEPLOYED_AML_RESOURCE_GROUP string = amlMode == 'Disabled' ? '' : amlGroup
+output DEPLOYED_AML_WORKSPACE string = amlMode == 'Disabled' ? '' : amlWorkspaceName
+output DEPLOYED_AML_ENVIRONMENT string = amlEnvironment
+output DEPLOYED_AML_IMAGE string = amlImageResolved
+// The scope the CLI asks tokens for (HASTE_API_SCOPE) and the API's address (HASTE_API_URL).
+output HASTE_API_SCOPE string = 'api://${authClientId}/.default'
+output HASTE_API_URL string = functions.outputs.url

@@ -1,7 +1,8 @@
 // Every value comes from an environment variable of the same name as the app setting it
 // becomes (or AZURE_*/DEPLOY_* for the deployment itself): `azd env set NAME value` for azd,
 // the GitHub Environment's variables for .github/workflows/deploy.yml (which maps each one).
-// The second argument is the default and equals the code's default; the drift check
+// The second argument is the default and equals the code's default (or its deploy default:
+// HASTE_BACKENDS_ENABLED is azure_batch in Azure, local on a workstation); the drift check
 // (.github/scripts/check_drift.py) fails if they differ or if a variable is missing anywhere.
 using 'main.bicep'
 
@@ -21,12 +22,18 @@ param amlGpuVmSize = readEnvironmentVariable('DEPLOY_AML_GPU_VM_SIZE', 'Standard
 param amlMaxNodes = readEnvironmentVariable('DEPLOY_AML_MAX_NODES', '2')
 param amlLowPriority = readEnvironmentVariable('DEPLOY_AML_LOW_PRIORITY', 'false')
 param keyVaultEnabled = readEnvironmentVariable('DEPLOY_KEY_VAULT', 'false')
+// After a teardown the purge-protected vault stays soft-deleted under its name: 'true' recovers it.
+param keyVaultRecover = readEnvironmentVariable('DEPLOY_KEY_VAULT_RECOVER', 'false')
+// Who may upload inputs (an Entra group's object id) and which upstream identity may send to
+// jobs-requests (a principal id); empty grants nothing.
+param inputsUploaderGroupId = readEnvironmentVariable('DEPLOY_INPUTS_UPLOADER_GROUP_ID', '')
+param upstreamSenderPrincipalId = readEnvironmentVariable('DEPLOY_UPSTREAM_SENDER_PRINCIPAL_ID', '')
 
 // ---- app settings chosen by the operator ----
 param hasteJobsContainer = readEnvironmentVariable('HASTE_JOBS_CONTAINER', 'haste-jobs')
 param hasteOutputsContainer = readEnvironmentVariable('HASTE_OUTPUTS_CONTAINER', 'haste-outputs')
 param hasteInputsContainer = readEnvironmentVariable('HASTE_INPUTS_CONTAINER', 'haste-inputs')
-param hasteBackendsEnabled = readEnvironmentVariable('HASTE_BACKENDS_ENABLED', 'local')
+param hasteBackendsEnabled = readEnvironmentVariable('HASTE_BACKENDS_ENABLED', 'azure_batch')
 param hasteDefaultBackend = readEnvironmentVariable('HASTE_DEFAULT_BACKEND', 'auto')
 param hasteBackendWeights = readEnvironmentVariable('HASTE_BACKEND_WEIGHTS', '')
 param hastePollInitialS = readEnvironmentVariable('HASTE_POLL_INITIAL_S', '2.0')
@@ -39,6 +46,7 @@ param hasteMaxBodyBytes = readEnvironmentVariable('HASTE_MAX_BODY_BYTES', '26214
 param hasteSubmitRatePerS = readEnvironmentVariable('HASTE_SUBMIT_RATE_PER_S', '0')
 param hasteSubmitBurst = readEnvironmentVariable('HASTE_SUBMIT_BURST', '200')
 param hasteCorsAllowedOrigins = readEnvironmentVariable('HASTE_CORS_ALLOWED_ORIGINS', '')
+param hasteHttpAuthLevel = readEnvironmentVariable('HASTE_HTTP_AUTH_LEVEL', 'anonymous')
 param hasteProjectGroups = readEnvironmentVariable('HASTE_PROJECT_GROUPS', '')
 param batchRetentionS = readEnvironmentVariable('BATCH_RETENTION_S', '86400')
 param batchRequestTimeoutS = readEnvironmentVariable('BATCH_REQUEST_TIMEOUT_S', '30.0')

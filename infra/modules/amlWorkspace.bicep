@@ -1,6 +1,6 @@
-// Azure ML, Create mode: a workspace, CPU and GPU compute clusters that scale to zero, an
-// identity-based datastore over the outputs container, and the registered Environment
-// haste-runtime (the training image). Existing mode creates none of this (amlAccess.bicep
+// Azure ML, Create mode: a workspace, CPU and GPU compute clusters that scale to zero,
+// identity-based datastores over the inputs and the outputs containers, and the registered
+// Environment haste-runtime (the training image, which main.bicep also emits as AML_IMAGE). Existing mode creates none of this (amlAccess.bicep
 // only grants a role); Disabled mode deploys nothing for Azure ML.
 //
 // The cluster names haste-cpu and haste-gpu are the code's default AML_COMPUTE, and the
@@ -12,6 +12,7 @@ param tags object
 param name string
 param storageAccountName string
 param outputsContainer string
+param inputsContainer string
 param keyVaultName string
 param appInsightsName string
 param registryName string
@@ -99,22 +100,26 @@ resource computes 'Microsoft.MachineLearningServices/workspaces/computes@2024-10
   }
 ]
 
-// hastegeo maps the container haste-outputs to the datastore haste_outputs by default.
-resource outputsDatastore 'Microsoft.MachineLearningServices/workspaces/datastores@2024-10-01' = {
-  parent: workspace
-  name: replace(outputsContainer, '-', '_')
-  properties: {
-    datastoreType: 'AzureBlob'
-    accountName: storage.name
-    containerName: outputsContainer
-    endpoint: environment().suffixes.storage
-    protocol: 'https'
-    credentials: {
-      credentialsType: 'None'
+// Jobs mount their inputs from one datastore and write outputs/** and logs/** to the other.
+// hastegeo maps a container to the datastore of its name with '-' replaced by '_' (haste-inputs ->
+// haste_inputs) unless AML_DATASTORES says otherwise; container names allow no other symbol.
+resource datastores 'Microsoft.MachineLearningServices/workspaces/datastores@2024-10-01' = [
+  for container in [inputsContainer, outputsContainer]: {
+    parent: workspace
+    name: replace(container, '-', '_')
+    properties: {
+      datastoreType: 'AzureBlob'
+      accountName: storage.name
+      containerName: container
+      endpoint: environment().suffixes.storage
+      protocol: 'https'
+      credentials: {
+        credentialsType: 'None'
+      }
+      serviceDataAccessAuthIdentity: 'WorkspaceSystemAssignedIdentity'
     }
-    serviceDataAccessAuthIdentity: 'WorkspaceSystemAssignedIdentity'
   }
-}
+]
 
 resource runtimeEnvironment 'Microsoft.MachineLearningServices/workspaces/environments@2024-10-01' = {
   parent: workspace

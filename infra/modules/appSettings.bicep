@@ -69,6 +69,12 @@ param hasteSubmitRatePerS string
 param hasteSubmitBurst string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
+@description('App setting HASTE_HTTP_AUTH_LEVEL; its meaning is in docs/deploy.md.')
+@allowed([
+  'anonymous'
+  'function'
+])
+param hasteHttpAuthLevel string
 @description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
 param hasteProjectGroups string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
@@ -124,7 +130,7 @@ param amlEnvironmentSource string
 @description('App setting AML_ENVIRONMENT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param amlEnvironment string
-@description('App setting AML_IMAGE; its meaning is in docs/deploy.md.')
+@description('App setting AML_IMAGE; main.bicep fills in the registry\'s training image while Azure ML is enabled.')
 param amlImage string
 @description('App setting AML_BUILD_CONTEXT; its meaning is in docs/deploy.md.')
 param amlBuildContext string
@@ -181,6 +187,7 @@ var operatorSettings = {
   HASTE_SUBMIT_RATE_PER_S: hasteSubmitRatePerS
   HASTE_SUBMIT_BURST: hasteSubmitBurst
   HASTE_CORS_ALLOWED_ORIGINS: hasteCorsAllowedOrigins
+  HASTE_HTTP_AUTH_LEVEL: hasteHttpAuthLevel
   HASTE_PROJECT_GROUPS: hasteProjectGroups
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS

@@ -9,6 +9,10 @@ param poolPrincipalId string
 param storageAccountName string
 param inputsContainer string
 param outputsContainer string
+@description('Object id of the Entra group that uploads job inputs; empty = no such grant.')
+param inputsUploaderGroupId string
+@description('Principal id of the upstream service identity that sends to jobs-requests; empty = no such grant.')
+param upstreamSenderPrincipalId string
 param registryName string
 param batchAccountName string
 param appInsightsName string
@@ -24,6 +28,9 @@ var role = {
   storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
   storageBlobDataReader: '2a2b9908-6ea1-4ae2-8e65-a410df84e7d1'
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+  storageQueueDataMessageSender: 'c6a89b2d-59bc-44d0-9896-0f6e12d7b80a'
+  storageFileDataPrivilegedContributor: '69566ab7-960f-475b-8e7c-b3118f30c6bd'
+  keyVaultAdministrator: '00482a5a-887f-4fb3-b363-3b7fe8e74483'
   acrPull: '7f951dda-4ed3-4680-a7ca-43fe172d538d'
   acrPush: '8311e382-0749-4cb8-b61a-304f252e45ec'
   batchJobSubmitter: '48e5e92e-a480-4e71-aa9c-2778f4c13781'
@@ -49,6 +56,17 @@ resource inputs 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-
 resource outputs 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
   parent: blobService
   name: outputsContainer
+}
+
+resource queueService 'Microsoft.Storage/storageAccounts/queueServices@2023-05-01' existing = {
+  parent: storage
+  name: 'default'
+}
+
+// The queue upstream services drop job requests on (hastegeo.store.queues.REQUESTS_QUEUE).
+resource requestsQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' existing = {
+  parent: queueService
+  name: 'jobs-requests'
 }
 
 resource registry 'Microsoft.ContainerRegistry/registries@2023-07-01' existing = {
@@ -193,13 +211,65 @@ resource workspaceBlobContributor 'Microsoft.Authorization/roleAssignments@2022-
 }
 
 // Who: the Create-mode workspace identity. Why: Azure ML builds and stores Environment images
-// in the workspace registry, which is this one.
+// in the workspace registry, which is this one; AcrPush includes pull, so the workspace also reads
+// the compute images the images step pushed (the clusters pull with the compute identity).
 resource workspaceAcrPush 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName)) {
   scope: registry
   name: guid(registry.id, amlWorkspaceName, role.acrPush)
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.acrPush)
     principalId: amlWorkspacePrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Create-mode workspace identity. Why: the workspace keeps its own secrets (connections,
+// datastore credentials it may be given later) in its Key Vault, which has RBAC authorization and no
+// access policies; Azure ML documents Key Vault Administrator on that vault for its identity.
+resource workspaceVaultAdministrator 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName) && !empty(keyVaultName)) {
+  scope: vault
+  name: guid(resourceGroup().id, keyVaultName, amlWorkspaceName, role.keyVaultAdministrator)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.keyVaultAdministrator)
+    principalId: amlWorkspacePrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Create-mode workspace identity. Why: with identity-based system datastores (shared keys
+// are off) the workspace reaches its file share (code snapshots, notebooks) with its identity.
+resource workspaceFileContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName)) {
+  scope: storage
+  name: guid(storage.id, amlWorkspaceName, role.storageFileDataPrivilegedContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageFileDataPrivilegedContributor)
+    principalId: amlWorkspacePrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the Entra group named by DEPLOY_INPUTS_UPLOADER_GROUP_ID (people and tools that stage job
+// inputs). Why: shared keys are off, so uploading needs a data role; this container only, and no
+// access to job documents or outputs.
+resource uploadersInputsContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(inputsUploaderGroupId)) {
+  scope: inputs
+  name: guid(inputs.id, inputsUploaderGroupId, role.storageBlobDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageBlobDataContributor)
+    principalId: inputsUploaderGroupId
+    principalType: 'Group'
+  }
+}
+
+// Who: the upstream service identity named by DEPLOY_UPSTREAM_SENDER_PRINCIPAL_ID. Why: it submits
+// jobs by sending requests to jobs-requests; Message Sender can add messages to this queue only and
+// cannot read, peek or delete any.
+resource upstreamRequestsSender 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(upstreamSenderPrincipalId)) {
+  scope: requestsQueue
+  name: guid(requestsQueue.id, upstreamSenderPrincipalId, role.storageQueueDataMessageSender)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageQueueDataMessageSender)
+    principalId: upstreamSenderPrincipalId
     principalType: 'ServicePrincipal'
   }
 }

@@ -124,6 +124,7 @@ def test_deploy_runs_the_promised_steps_in_order() -> None:
     order = [
         "check_drift.py",
         "az deployment sub what-if",
+        "infra/scripts/check_what_if.py",
         "az deployment sub create",
         "-r requirements.txt",
         "az functionapp deployment source config-zip",
@@ -131,7 +132,8 @@ def test_deploy_runs_the_promised_steps_in_order() -> None:
     ]
     positions = [joined.find(needle) for needle in order]
     assert all(p >= 0 for p in positions), dict(zip(order, positions, strict=True))
-    assert positions == sorted(positions), "drift, what-if, deploy, build, zip deploy, smoke test"
+    assert positions == sorted(positions), "drift, what-if (stopping on an error), deploy, build, zip deploy, smoke"
+    assert "--no-pretty-print --output json" in joined, "what-if's JSON carries its status and error"
     assert "--parameters infra/main.bicepparam" in joined
 
 
@@ -147,10 +149,26 @@ def test_ci_runs_make_test_the_drift_check_and_the_workflow_checks() -> None:
 
 def test_images_are_built_by_the_registry() -> None:
     joined = "\n".join(step.get("run", "") for step in steps(load(WORKFLOWS / "images.yml")))
-    assert "az acr build" in joined
-    assert "infra/docker/${IMAGE}/Dockerfile" in joined
-    assert "docker build" not in joined
-    assert "docker push" not in joined
+    assert 'bash infra/scripts/build-images.sh "$IMAGE"' in joined, "the script azd's hook runs too"
+    script = (REPO / "infra" / "scripts" / "build-images.sh").read_text(encoding="utf-8")
+    assert "az acr build" in script
+    assert "infra/docker/${image}/Dockerfile" in script
+    assert "az deployment sub show" not in joined + script, "no deployment name only one path uses"
+    assert "docker build" not in joined + script
+    assert "docker push" not in joined + script
+
+
+def test_ci_compiles_and_lints_the_bicep() -> None:
+    job = load(WORKFLOWS / "ci.yml")["jobs"]["bicep"]
+    assert job["permissions"] == {"contents": "read"}, "no sign-in: building never calls Azure"
+    joined = "\n".join(step.get("run", "") for step in job["steps"])
+    for needle in (
+        "az bicep build --file infra/main.bicep",
+        "az bicep build-params --file infra/main.bicepparam",
+        "az bicep lint --file",
+        "infra/modules/*.bicep",
+    ):
+        assert needle in joined, needle
 
 
 def test_dependabot_covers_pip_npm_and_actions() -> None:

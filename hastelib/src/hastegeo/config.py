@@ -9,6 +9,7 @@ the deployment at once instead of a job at 3 a.m.
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping
 from functools import lru_cache
@@ -59,6 +60,9 @@ class RoutingSettings(_Section):
         ["local"],
         alias="HASTE_BACKENDS_ENABLED",
         description="Comma-separated backends jobs may run on: local, azure_batch, azure_ml.",
+        # The embedded default runs workloads as local processes; a deployed app has no local
+        # backend worth the name, so a deployment left at its defaults runs them on Azure Batch.
+        json_schema_extra={"deploy_default": "azure_batch"},
     )
     default_backend: str = Field(
         "auto", alias="HASTE_DEFAULT_BACKEND", description="Backend used when a request names none: auto or a name."
@@ -131,7 +135,20 @@ class LocalSettings(_Section):
     python: str = Field("", alias="HASTE_LOCAL_PYTHON", description="Interpreter for workloads (default: this one).")
 
 
+class HttpAuthLevel(enum.StrEnum):
+    """Whether the Functions host asks HTTP callers for a function key (``HASTE_HTTP_AUTH_LEVEL``)."""
+
+    ANONYMOUS = "anonymous"  # App Service authentication is the gate; a browser needs only its Entra token
+    FUNCTION = "function"  # a function key as well, for service callers that hold one
+
+
 class AuthSettings(_Section):
+    http_auth_level: HttpAuthLevel = Field(
+        HttpAuthLevel.ANONYMOUS,
+        alias="HASTE_HTTP_AUTH_LEVEL",
+        description="anonymous (App Service authentication alone admits callers) or function (a function key "
+        "as well). /api/health and /api/openapi.json are always anonymous.",
+    )
     mode: AuthMode = Field(
         AuthMode.APP_SERVICE,
         alias="HASTE_AUTH_MODE",
@@ -228,6 +245,24 @@ def _describe(exc: ValidationError) -> list[str]:
         message = error["msg"].removeprefix("Value error, ")
         lines.append(f"{where}: {message}" if where else message)
     return lines
+
+
+def http_auth_level(environ: Mapping[str, str] | None = None) -> HttpAuthLevel:
+    """The HTTP auth level for ``function_app.py``, which needs it at import, before any request.
+
+    Only this one field is read, so an unrelated bad setting cannot stop the functions from being
+    indexed. An invalid value falls back to ``function`` (closed: keys required); the first request
+    then fails with the message of :func:`load_settings`, which names the variable.
+    """
+    env = os.environ if environ is None else environ
+    field = AuthSettings.model_fields["http_auth_level"]
+    raw = env.get(field.alias or "", "").strip()
+    if not raw:
+        return HttpAuthLevel(field.default)
+    try:
+        return HttpAuthLevel(raw)
+    except ValueError:
+        return HttpAuthLevel.FUNCTION
 
 
 @lru_cache(maxsize=1)

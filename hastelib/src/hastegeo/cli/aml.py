@@ -1,8 +1,10 @@
 """``haste aml check`` and ``haste aml create-environment``.
 
 ``check`` validates the AML_* settings and, when credentials are available,
-that the workspace, each compute target and the registered Environment
-exist; whatever it cannot verify it explains. ``create-environment``
+that the workspace, each compute target, the datastores of the inputs and
+outputs containers and the registered Environment exist; whatever it cannot
+verify it explains. Every job mounts both datastores, so a missing one fails
+every submission: it is a problem, not a warning. ``create-environment``
 registers ``AML_ENVIRONMENT`` from ``AML_BUILD_CONTEXT`` or ``AML_IMAGE`` (a
 new version when the source changed; nothing when it did not) and prints
 name, version and what changed.
@@ -114,7 +116,8 @@ def run_check(
     if reason is not None:
         print(f"skipped: workspace, compute and environment checks need credentials: {reason}", file=out)
         return 1
-    problems += _remote_problems(settings, _client_factory(client_factory), out)
+    containers = job_containers(os.environ if environ is None else environ)
+    problems += _remote_problems(settings, _client_factory(client_factory), out, containers)
     print("ok: Azure ML is ready" if not problems else f"{problems} problem(s) found", file=out)
     return 0 if not problems else 1
 
@@ -125,6 +128,10 @@ def _static_problems(settings: AmlSettings, out: TextIO) -> int:
     print(f"identity: {settings.identity_mode}", file=out)
     print("compute: " + ", ".join(f"{w}={c}" for w, c in sorted(settings.compute.items())), file=out)
     print(f"environment source: {settings.environment_source.value}", file=out)
+    if settings.environment_source is EnvironmentSource.IMAGE:
+        print(f"environment image: {settings.image or '(none: AML_IMAGE is empty)'}", file=out)
+    elif settings.environment_source is EnvironmentSource.REGISTERED:
+        print(f"environment: {settings.environment}", file=out)
     problems = 0
     checks: list[tuple[bool, str]] = [
         (
@@ -149,7 +156,23 @@ def _static_problems(settings: AmlSettings, out: TextIO) -> int:
     return problems
 
 
-def _remote_problems(settings: AmlSettings, factory: ClientFactory, out: TextIO) -> int:
+def job_containers(environ: Mapping[str, str]) -> tuple[str, str]:
+    """The inputs and outputs containers jobs mount (HASTE_INPUTS_CONTAINER, HASTE_OUTPUTS_CONTAINER).
+
+    Read through the storage settings' own fields (aliases and defaults), without the rest of
+    that section, which needs a storage connection the check has no use for.
+    """
+    from hastegeo.config import StorageSettings
+
+    fields = StorageSettings.model_fields
+
+    def value(name: str) -> str:
+        return environ.get(fields[name].alias or "", "").strip() or str(fields[name].default)
+
+    return value("inputs_container"), value("outputs_container")
+
+
+def _remote_problems(settings: AmlSettings, factory: ClientFactory, out: TextIO, containers: tuple[str, str]) -> int:
     from hastegeo.compute.azure_ml.errors import Retry, is_not_found
     from hastegeo.compute.azure_ml.settings import parse_environment_reference
 
@@ -162,6 +185,14 @@ def _remote_problems(settings: AmlSettings, factory: ClientFactory, out: TextIO)
             ("compute", target, partial(client.compute.get, target))
             for target in sorted(set(settings.compute.values()))
         ],
+        *[
+            (
+                "datastore",
+                settings.datastore_for(container),
+                partial(client.datastores.get, settings.datastore_for(container)),
+            )
+            for container in containers
+        ],
     ]
     if settings.environment_source is EnvironmentSource.REGISTERED:
         lookups.append(
@@ -169,7 +200,12 @@ def _remote_problems(settings: AmlSettings, factory: ClientFactory, out: TextIO)
         )
     problems = 0
     for kind, target, lookup in lookups:
-        hint = {"workspace": "AML_WORKSPACE", "compute": "AML_COMPUTE", "environment": "AML_ENVIRONMENT"}[kind]
+        hint = {
+            "workspace": "AML_WORKSPACE",
+            "compute": "AML_COMPUTE",
+            "datastore": "AML_DATASTORES",
+            "environment": "AML_ENVIRONMENT",
+        }[kind]
         try:
             retry.run(lookup, action=f"get {kind} {target}", hint=hint)
             print(f"found: {kind} {target}", file=out)

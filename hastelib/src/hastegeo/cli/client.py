@@ -3,6 +3,10 @@
 The CLI uses it; so do the demo and the benchmark. It raises
 :class:`ApiError` carrying the problem+json body, so callers can show the
 server's words rather than a status code.
+
+Bearer tokens come either fixed (``bearer_token``) or from a ``token_provider``
+called before every request; :class:`CredentialToken` is that provider for an
+azure-identity credential, so a ``--watch`` that outlives a token gets a new one.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -31,12 +38,41 @@ class ApiError(Exception):
 
 
 @dataclass
+class CredentialToken:
+    """A bearer token for ``scope`` from ``credential``, reused until shortly before it expires.
+
+    Entra access tokens live about an hour; a job can run longer, so the token is
+    fetched again once it is within ``refresh_margin_s`` of its expiry (or half
+    its lifetime, for tokens shorter than twice the margin). Asking the credential on
+    every request would start an ``az`` process per poll with AzureCliCredential.
+    """
+
+    credential: TokenCredential
+    scope: str
+    refresh_margin_s: float = 300.0
+    clock: Callable[[], float] = time.time
+    _token: str = ""
+    _refresh_at: float = 0.0
+
+    def __call__(self) -> str:
+        now = self.clock()
+        if not self._token or now >= self._refresh_at:
+            issued = self.credential.get_token(self.scope)
+            lifetime = max(0.0, issued.expires_on - now)
+            self._token = issued.token
+            self._refresh_at = issued.expires_on - min(self.refresh_margin_s, lifetime / 2)
+        return self._token
+
+
+@dataclass
 class ApiClient:
     base_url: str
     function_key: str | None = None
     timeout: float = 30.0
     # An Entra access token for the API's app registration (App Service authentication).
     bearer_token: str | None = None
+    # Called before every request for a fresh token (wins over bearer_token), e.g. CredentialToken.
+    token_provider: Callable[[], str] | None = None
 
     def request(
         self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
@@ -47,8 +83,9 @@ class ApiClient:
             all_headers["Content-Type"] = "application/json"
         if self.function_key:
             all_headers["x-functions-key"] = self.function_key
-        if self.bearer_token:
-            all_headers["Authorization"] = f"Bearer {self.bearer_token}"
+        token = self.token_provider() if self.token_provider is not None else self.bearer_token
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
         url = self.base_url.rstrip("/") + path
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"not an http(s) URL: {url}")

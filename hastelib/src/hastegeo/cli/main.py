@@ -14,9 +14,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hastegeo.cli.client import ApiClient, ApiError
+from hastegeo.cli.client import ApiClient, ApiError, CredentialToken
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
 
 DEFAULT_URL = "http://127.0.0.1:7071"
 EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 3}
@@ -24,13 +27,30 @@ EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": 3}
 
 def _client(args: argparse.Namespace) -> ApiClient:
     """Credentials come from the environment, never from arguments (which end up in shell history):
-    HASTE_FUNCTION_KEY for the platform's key check, HASTE_API_TOKEN for App Service authentication
-    (e.g. ``az account get-access-token --resource api://<client id>``)."""
+    HASTE_FUNCTION_KEY for the platform's key check (only where HASTE_HTTP_AUTH_LEVEL=function), and
+    for App Service authentication either HASTE_API_TOKEN (a token you fetched) or, with ``--scope``
+    / HASTE_API_SCOPE (``api://<client id>/.default``), tokens from azure-identity, renewed as they
+    expire."""
+    token = os.environ.get("HASTE_API_TOKEN") or None
+    scope = getattr(args, "scope", None)
+    provider = CredentialToken(sign_in_credential(), scope) if scope and not token else None
     return ApiClient(
         args.url,
         function_key=os.environ.get("HASTE_FUNCTION_KEY") or None,
-        bearer_token=os.environ.get("HASTE_API_TOKEN") or None,
+        bearer_token=token,
+        token_provider=provider,
     )
+
+
+def sign_in_credential() -> TokenCredential:
+    """The Azure CLI's sign-in (``az login``), else a device code sign-in where there is none.
+
+    The device code flow uses the Azure CLI's client id, which the API's app registration
+    pre-authorises (infra/scripts/app-registration.sh), so no consent prompt appears.
+    """
+    from azure.identity import AzureCliCredential, ChainedTokenCredential, DeviceCodeCredential
+
+    return ChainedTokenCredential(AzureCliCredential(), DeviceCodeCredential())
 
 
 def print_event(event: dict[str, Any]) -> None:
@@ -171,6 +191,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="haste", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--url", default=os.environ.get("HASTE_API_URL", DEFAULT_URL), help="API base URL")
+    parser.add_argument(
+        "--scope",
+        default=os.environ.get("HASTE_API_SCOPE") or None,
+        help="sign in with azure-identity (az login, else a device code) for this scope, e.g. "
+        "api://<client id>/.default (default $HASTE_API_SCOPE; $HASTE_API_TOKEN wins when set)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     submit = commands.add_parser("submit", help="submit a job")

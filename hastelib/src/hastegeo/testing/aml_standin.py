@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from azure.ai.ml.entities import Compute, Environment, Job, Workspace  # noqa: TID251
+from azure.ai.ml.entities import AzureBlobDatastore, Compute, Datastore, Environment, Job, Workspace  # noqa: TID251
 from azure.ai.ml.entities._job.to_rest_functions import to_rest_job_object  # noqa: TID251
 from azure.ai.ml.exceptions import (  # noqa: TID251
     ErrorTarget,
@@ -100,6 +100,7 @@ class StandInState:
     errors: dict[str, tuple[str, str]] = field(default_factory=dict)
     environments: dict[str, dict[str, Environment]] = field(default_factory=lambda: defaultdict(dict))
     computes: set[str] = field(default_factory=set)
+    datastores: set[str] = field(default_factory=set)
     failures: dict[str, deque[BaseException]] = field(default_factory=lambda: defaultdict(deque))
     calls: list[tuple[str, str]] = field(default_factory=list)
     hooks: dict[str, Callable[[str], None]] = field(default_factory=dict)
@@ -195,6 +196,17 @@ class StandInCompute:
         return AmlCompute(name=name, size="STANDARD_DS3_V2", min_instances=0, max_instances=2)
 
 
+class StandInDatastores:
+    def __init__(self, state: StandInState) -> None:
+        self._state = state
+
+    def get(self, name: str, **kwargs: Any) -> Datastore:
+        self._state.enter("datastores.get", name)
+        if name not in self._state.datastores:
+            raise http_error(404, "UserError", f"Datastore {name} not found")
+        return AzureBlobDatastore(name=name, account_name="sthaste", container_name=name.replace("_", "-"))
+
+
 class StandInWorkspaces:
     def __init__(self, state: StandInState, workspace: str) -> None:
         self._state = state
@@ -210,8 +222,15 @@ class StandInWorkspaces:
 class StandInMLClient:
     """``MLClient``'s ``jobs``, ``environments``, ``compute`` and ``workspaces``, in memory."""
 
-    def __init__(self, *, workspace: str = "ws", computes: tuple[str, ...] = ("haste-cpu", "haste-gpu")) -> None:
-        self.state = StandInState(computes=set(computes))
+    def __init__(
+        self,
+        *,
+        workspace: str = "ws",
+        computes: tuple[str, ...] = ("haste-cpu", "haste-gpu"),
+        datastores: tuple[str, ...] = ("haste_inputs", "haste_outputs"),
+    ) -> None:
+        self.state = StandInState(computes=set(computes), datastores=set(datastores))
+        self._datastores = StandInDatastores(self.state)
         self._jobs = StandInJobs(self.state)
         self._environments = StandInEnvironments(self.state)
         self._compute = StandInCompute(self.state)
@@ -232,6 +251,10 @@ class StandInMLClient:
     @property
     def workspaces(self) -> StandInWorkspaces:
         return self._workspaces
+
+    @property
+    def datastores(self) -> StandInDatastores:
+        return self._datastores
 
     # -- scripting ---------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hastegeo.compute.azure_ml.settings import AmlSettings
 
 if TYPE_CHECKING:
-    from azure.ai.ml.entities import Compute, Environment, Job, Workspace  # noqa: TID251
+    from azure.ai.ml.entities import Compute, Datastore, Environment, Job, Workspace  # noqa: TID251
     from azure.core.credentials import TokenCredential
     from azure.core.polling import LROPoller
 
@@ -40,6 +40,10 @@ class ComputeOps(Protocol):
     def get(self, name: str) -> Compute: ...
 
 
+class DatastoresOps(Protocol):
+    def get(self, name: str, **kwargs: Any) -> Datastore: ...
+
+
 class WorkspacesOps(Protocol):
     def get(self, name: str | None = None, **kwargs: Any) -> Workspace | None: ...
 
@@ -58,6 +62,9 @@ class MLClientLike(Protocol):
 
     @property
     def workspaces(self) -> WorkspacesOps: ...
+
+    @property
+    def datastores(self) -> DatastoresOps: ...
 
 
 ClientFactory = Callable[[AmlSettings], MLClientLike]

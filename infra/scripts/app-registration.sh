@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Create or update the Entra app registration of the API, idempotently (safe to run again).
+#
+#   infra/scripts/app-registration.sh --name haste-dev \
+#       [--readers <group object id>] [--submitters <group object id>] [--admins <group object id>]
+#
+# What it makes sure of (docs/adr/0007, docs/deploy.md):
+#   - an app registration named --name (single tenant) with the identifier URI api://<client id>,
+#     v2 access tokens, and `groups` claims limited to groups assigned to the app;
+#   - the app roles Haste.Reader, Haste.Submitter and Haste.Admin (hastegeo.auth.Role), with fixed
+#     ids so a re-run changes nothing;
+#   - the delegated scope user_impersonation, and the Azure CLI pre-authorised for it, so
+#     `az account get-access-token` and the haste CLI (azure-identity) get tokens without consent;
+#   - its service principal, and each group given as a parameter assigned its app role (an
+#     assignment that exists is left alone).
+# Prints progress on stderr and the client id, alone, as the last line of stdout:
+#   azd env set DEPLOY_AUTH_CLIENT_ID "$(infra/scripts/app-registration.sh --name haste-dev)"
+# Needs the Azure CLI signed in as someone who may create app registrations and assign app roles
+# (Application Administrator, or the owner of an existing registration).
+set -euo pipefail
+
+GRAPH="https://graph.microsoft.com/v1.0"
+AZURE_CLI_APP_ID="04b07795-8ddb-461a-bbee-02f9e1bf7b46"
+# Stable ids: app role and scope ids must not change between runs (assignments refer to them).
+READER_ROLE_ID="6b0e1b0a-2b53-4f1e-9a51-3c1f0c5a7d01"
+SUBMITTER_ROLE_ID="6b0e1b0a-2b53-4f1e-9a51-3c1f0c5a7d02"
+ADMIN_ROLE_ID="6b0e1b0a-2b53-4f1e-9a51-3c1f0c5a7d03"
+SCOPE_ID="6b0e1b0a-2b53-4f1e-9a51-3c1f0c5a7d10"
+
+name=""
+readers="${HASTE_READERS_GROUP_ID:-}"
+submitters="${HASTE_SUBMITTERS_GROUP_ID:-}"
+admins="${HASTE_ADMINS_GROUP_ID:-}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --name) name="${2:?--name needs a value}"; shift 2 ;;
+    --readers) readers="${2:?--readers needs a group object id}"; shift 2 ;;
+    --submitters) submitters="${2:?--submitters needs a group object id}"; shift 2 ;;
+    --admins) admins="${2:?--admins needs a group object id}"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "app-registration: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$name" ]; then
+  echo "app-registration: --name is required (e.g. haste-\$AZURE_ENV_NAME)" >&2
+  exit 2
+fi
+guid_re='^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
+for pair in "readers=$readers" "submitters=$submitters" "admins=$admins"; do
+  value="${pair#*=}"
+  if [ -n "$value" ] && ! [[ "$value" =~ $guid_re ]]; then
+    echo "app-registration: --${pair%%=*} must be a group object id (a GUID), got '$value'" >&2
+    exit 2
+  fi
+done
+
+log() { echo "app-registration: $*" >&2; }
+workdir="$(mktemp -d)"
+trap 'rm -rf "$workdir"' EXIT
+
+# 1. The registration: found by display name, created when missing.
+client_id="$(az ad app list --display-name "$name" --query "[0].appId" --output tsv)"
+if [ -z "$client_id" ]; then
+  client_id="$(az ad app create --display-name "$name" --sign-in-audience AzureADMyOrg --query appId --output tsv)"
+  log "created app registration $name ($client_id)"
+else
+  log "found app registration $name ($client_id)"
+fi
+object_id="$(az ad app show --id "$client_id" --query id --output tsv)"
+
+# 2. Identifier URI, roles, scope and token shape, in one PATCH (the same body on every run).
+role() { # id value display description
+  printf '{"id":"%s","value":"%s","displayName":"%s","description":"%s","allowedMemberTypes":["User","Application"],"isEnabled":true}' \
+    "$1" "$2" "$3" "$4"
+}
+cat > "$workdir/app.json" <<EOF
+{
+  "identifierUris": ["api://$client_id"],
+  "groupMembershipClaims": "ApplicationGroup",
+  "appRoles": [
+    $(role "$READER_ROLE_ID" "Haste.Reader" "Haste reader" "Lists and reads the jobs of the caller's projects."),
+    $(role "$SUBMITTER_ROLE_ID" "Haste.Submitter" "Haste submitter" "Reads, submits and cancels jobs of the caller's projects."),
+    $(role "$ADMIN_ROLE_ID" "Haste.Admin" "Haste admin" "Everything, in every project.")
+  ],
+  "api": {
+    "requestedAccessTokenVersion": 2,
+    "oauth2PermissionScopes": [{
+      "id": "$SCOPE_ID",
+      "value": "user_impersonation",
+      "type": "User",
+      "isEnabled": true,
+      "adminConsentDisplayName": "Call the haste-compute API",
+      "adminConsentDescription": "Call the haste-compute API as the signed-in user.",
+      "userConsentDisplayName": "Call the haste-compute API",
+      "userConsentDescription": "Call the haste-compute API as you."
+    }]
+  }
+}
+EOF
+az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
+  --headers "Content-Type=application/json" --body "@$workdir/app.json" --output none
+# Pre-authorisation refers to the scope, so it goes in a second PATCH, once the scope exists.
+cat > "$workdir/preauth.json" <<EOF
+{"api": {"preAuthorizedApplications": [{"appId": "$AZURE_CLI_APP_ID", "delegatedPermissionIds": ["$SCOPE_ID"]}]}}
+EOF
+az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
+  --headers "Content-Type=application/json" --body "@$workdir/preauth.json" --output none
+log "identifier URI api://$client_id, roles Haste.Reader/Submitter/Admin, Azure CLI pre-authorised"
+
+# 3. The service principal (enterprise application) that role assignments hang on.
+sp_id="$(az ad sp list --filter "appId eq '$client_id'" --query "[0].id" --output tsv)"
+if [ -z "$sp_id" ]; then
+  sp_id="$(az ad sp create --id "$client_id" --query id --output tsv)"
+  log "created service principal $sp_id"
+fi
+
+# 4. Groups to roles; an assignment that already exists is not sent again.
+existing="$(az rest --method GET --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
+  --query "value[].[principalId, appRoleId]" --output tsv)"
+assign() { # group role-id role-name
+  [ -n "$1" ] || return 0
+  if printf '%s\n' "$existing" | grep -qi "^$1[[:space:]]*$2\$"; then
+    log "group $1 already has $3"
+    return 0
+  fi
+  printf '{"principalId":"%s","resourceId":"%s","appRoleId":"%s"}' "$1" "$sp_id" "$2" > "$workdir/assign.json"
+  az rest --method POST --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
+    --headers "Content-Type=application/json" --body "@$workdir/assign.json" --output none
+  log "assigned $3 to group $1"
+}
+assign "$readers" "$READER_ROLE_ID" Haste.Reader
+assign "$submitters" "$SUBMITTER_ROLE_ID" Haste.Submitter
+assign "$admins" "$ADMIN_ROLE_ID" Haste.Admin
+
+echo "$client_id"

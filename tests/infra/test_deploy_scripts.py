@@ -1,0 +1,253 @@
+"""The deployment scripts in infra/scripts, run for real with a recording ``az`` first on PATH."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hastegeo.auth import Role
+from tests.drift.conftest import REPO
+from tests.infra.stub_az import StubAz, install
+
+SCRIPTS = REPO / "infra" / "scripts"
+AZURE_CLI_APP_ID = "04b07795-8ddb-461a-bbee-02f9e1bf7b46"
+READERS = "11111111-1111-1111-1111-111111111111"
+ADMINS = "33333333-3333-3333-3333-333333333333"
+
+
+@pytest.fixture
+def az(tmp_path: Path) -> StubAz:
+    return install(tmp_path / "bin")
+
+
+def run(script: str, az: StubAz, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(SCRIPTS / script), *args],
+        env=az.env(**env),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.sh")))
+def test_scripts_are_valid_bash(script: str) -> None:
+    subprocess.run(["bash", "-n", str(SCRIPTS / script)], check=True)
+
+
+# ---- app registration
+
+
+NEW_APP = [
+    {"match": ["ad", "app", "list"], "stdout": ""},
+    {"match": ["ad", "app", "create"], "stdout": "client-1\n"},
+    {"match": ["ad", "app", "show"], "stdout": "object-1\n"},
+    {"match": ["ad", "sp", "list"], "stdout": ""},
+    {"match": ["ad", "sp", "create"], "stdout": "sp-1\n"},
+]
+
+
+def patches(az: StubAz) -> list[dict[str, Any]]:
+    return [c["body"] for c in az.calls() if c["argv"][:3] == ["rest", "--method", "PATCH"]]
+
+
+def posts(az: StubAz) -> list[dict[str, Any]]:
+    return [c["body"] for c in az.calls() if c["argv"][:3] == ["rest", "--method", "POST"]]
+
+
+def test_app_registration_from_nothing(az: StubAz) -> None:
+    az.answer(NEW_APP)
+    result = run("app-registration.sh", az, "--name", "haste-dev", "--readers", READERS, "--admins", ADMINS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "client-1"
+    assert "ad app create --display-name haste-dev --sign-in-audience AzureADMyOrg" in " | ".join(az.commands())
+    app, preauth = patches(az)
+    assert app["identifierUris"] == ["api://client-1"]
+    assert {role["value"] for role in app["appRoles"]} == {role.value for role in Role}
+    assert all(role["isEnabled"] and "User" in role["allowedMemberTypes"] for role in app["appRoles"])
+    assert len({role["id"] for role in app["appRoles"]}) == 3
+    assert app["api"]["requestedAccessTokenVersion"] == 2
+    (scope,) = app["api"]["oauth2PermissionScopes"]
+    assert (preauth["api"]["preAuthorizedApplications"]) == [
+        {"appId": AZURE_CLI_APP_ID, "delegatedPermissionIds": [scope["id"]]}
+    ]
+    role_ids = {role["value"]: role["id"] for role in app["appRoles"]}
+    assert sorted((p["principalId"], p["appRoleId"], p["resourceId"]) for p in posts(az)) == sorted(
+        [(READERS, role_ids["Haste.Reader"], "sp-1"), (ADMINS, role_ids["Haste.Admin"], "sp-1")]
+    )
+    assert any(c.startswith("ad sp create --id client-1") for c in az.commands())
+
+
+def test_app_registration_again_changes_nothing_it_already_has(az: StubAz) -> None:
+    az.answer(NEW_APP)
+    assert run("app-registration.sh", az, "--name", "haste-dev").returncode == 0
+    first_patches = patches(az)
+    reader_role = next(r["id"] for r in first_patches[0]["appRoles"] if r["value"] == "Haste.Reader")
+    az.log.unlink()
+    az.answer(
+        [
+            {"match": ["ad", "app", "list"], "stdout": "client-1\n"},
+            {"match": ["ad", "app", "show"], "stdout": "object-1\n"},
+            {"match": ["ad", "sp", "list"], "stdout": "sp-1\n"},
+            {"match": ["rest", "--method", "GET"], "stdout": f"{READERS}\t{reader_role}\n"},
+        ]
+    )
+    result = run("app-registration.sh", az, "--name", "haste-dev", "--readers", READERS, "--admins", ADMINS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "client-1"
+    commands = az.commands()
+    assert not [c for c in commands if " create" in f" {c}"], commands
+    assert patches(az) == first_patches, "the same definition on every run"
+    assert [p["principalId"] for p in posts(az)] == [ADMINS], "the existing assignment is not sent again"
+    assert "group 11111111-1111-1111-1111-111111111111 already has Haste.Reader" in result.stderr
+
+
+def test_app_registration_refuses_a_group_that_is_not_an_object_id(az: StubAz) -> None:
+    result = run("app-registration.sh", az, "--name", "haste-dev", "--readers", "haste-readers")
+    assert result.returncode == 2
+    assert "--readers must be a group object id" in result.stderr
+    assert az.calls() == []
+    missing = run("app-registration.sh", az)
+    assert (missing.returncode, "--name is required" in missing.stderr) == (2, True)
+
+
+# ---- images
+
+
+def test_images_build_in_the_registry_azd_names(az: StubAz) -> None:
+    result = run("build-images.sh", az, AZURE_CONTAINER_REGISTRY_NAME="crhasteabc", DEPLOY_IMAGE_TAG="7")
+    assert result.returncode == 0, result.stderr
+    assert az.commands() == [
+        f"acr build --registry crhasteabc --image haste-{image}:7 --file infra/docker/{image}/Dockerfile ."
+        for image in ("geo", "train")
+    ]
+
+
+def test_images_find_the_registry_from_the_outputs_of_any_deployment_of_the_environment(az: StubAz) -> None:
+    az.answer([{"match": ["deployment", "sub", "list"], "stdout": "crhastexyz\n"}])
+    result = run("build-images.sh", az, "train", AZURE_ENV_NAME="dev")
+    assert result.returncode == 0, result.stderr
+    listing, build = az.calls()
+    query = listing["argv"][listing["argv"].index("--query") + 1]
+    assert "properties.outputs.AZURE_RESOURCE_GROUP.value=='rg-dev'" in query
+    assert "properties.provisioningState=='Succeeded'" in query
+    assert "haste-" not in query, "not a deployment name only one path uses"
+    assert build["argv"][:4] == ["acr", "build", "--registry", "crhastexyz"]
+    assert "haste-train:1" in build["argv"]
+
+
+def test_images_stop_when_nothing_was_deployed(az: StubAz) -> None:
+    result = run("build-images.sh", az, AZURE_ENV_NAME="dev")
+    assert result.returncode == 1
+    assert "no successful deployment of environment dev" in result.stderr
+    assert not [c for c in az.commands() if c.startswith("acr")]
+
+
+# ---- the Azure ML Environment
+
+
+AML = {
+    "DEPLOYED_AML_MODE": "Existing",
+    "DEPLOYED_AML_SUBSCRIPTION_ID": "sub",
+    "DEPLOYED_AML_RESOURCE_GROUP": "rg-ml",
+    "DEPLOYED_AML_WORKSPACE": "mlw",
+    "DEPLOYED_AML_ENVIRONMENT": "haste-runtime@latest",
+    "DEPLOYED_AML_IMAGE": "crhasteabc.azurecr.io/haste-train:7",
+    "DEPLOYED_IMAGE_TAG": "7",
+}
+
+
+def test_the_environment_is_registered_from_the_pushed_image_when_missing(az: StubAz) -> None:
+    az.answer([{"match": ["ml", "environment", "show"], "exit": 1, "stderr": "not found"}])
+    result = run("register-aml-environment.sh", az, **AML)
+    assert result.returncode == 0, result.stderr
+    create = az.commands()[-1]
+    assert create == (
+        "ml environment create --name haste-runtime --version 7 --image crhasteabc.azurecr.io/haste-train:7 "
+        "--subscription sub --resource-group rg-ml --workspace-name mlw --output none"
+    )
+
+
+def test_an_existing_environment_is_left_alone_and_disabled_does_nothing(az: StubAz) -> None:
+    result = run("register-aml-environment.sh", az, **{**AML, "DEPLOYED_AML_ENVIRONMENT": "haste-runtime:3"})
+    assert result.returncode == 0, result.stderr
+    assert any("ml environment show --name haste-runtime --version 3" in c for c in az.commands())
+    assert not [c for c in az.commands() if c.startswith("ml environment create")]
+    az.log.unlink()
+    assert run("register-aml-environment.sh", az, DEPLOYED_AML_MODE="Disabled").returncode == 0
+    assert az.calls() == []
+
+
+# ---- azd hooks
+
+
+def test_preprovision_registers_the_app_and_recovers_a_deleted_key_vault(az: StubAz) -> None:
+    az.answer([*NEW_APP, {"match": ["keyvault", "list-deleted"], "stdout": "kv-haste-abc\n"}])
+    result = run("preprovision.sh", az, AZURE_ENV_NAME="dev", AZURE_KEY_VAULT_NAME="kv-haste-abc")
+    assert result.returncode == 0, result.stderr
+    assert "ad app list --display-name haste-dev --query [0].appId --output tsv" in az.commands()
+    assert az.commands("azd") == ["env set DEPLOY_AUTH_CLIENT_ID client-1"]
+    assert az.commands()[-1] == "keyvault recover --name kv-haste-abc --output none"
+
+
+def test_preprovision_leaves_a_configured_app_and_a_live_vault_alone(az: StubAz) -> None:
+    result = run(
+        "preprovision.sh", az, AZURE_ENV_NAME="dev", DEPLOY_AUTH_CLIENT_ID="client-9", AZURE_KEY_VAULT_NAME="kv-x"
+    )
+    assert result.returncode == 0, result.stderr
+    assert [c.split(" --")[0] for c in az.commands()] == ["keyvault list-deleted"]
+    assert az.commands("azd") == []
+
+
+# ---- what-if
+
+
+def what_if(tmp_path: Path, document: object) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "what-if.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / "check_what_if.py"), str(path)], capture_output=True, text=True, check=False
+    )
+
+
+def test_what_if_success_lists_the_changes(tmp_path: Path) -> None:
+    result = what_if(
+        tmp_path,
+        {
+            "status": "Succeeded",
+            "error": None,
+            "changes": [
+                {"changeType": "Create", "resourceId": "/subscriptions/s/resourceGroups/rg-dev"},
+                {"changeType": "NoChange", "resourceId": "/x"},
+            ],
+        },
+    )
+    assert result.returncode == 0, result.stdout
+    assert "Create: /subscriptions/s/resourceGroups/rg-dev" in result.stdout
+    assert "/x" not in result.stdout
+
+
+def test_what_if_error_stops_the_deploy_with_every_message(tmp_path: Path) -> None:
+    result = what_if(
+        tmp_path,
+        {
+            "status": "Failed",
+            "error": {
+                "code": "InvalidTemplateDeployment",
+                "message": "The template deployment is not valid.",
+                "details": [{"code": "PrincipalNotFound", "message": "Principal abc does not exist."}],
+            },
+        },
+    )
+    assert result.returncode == 1
+    assert "InvalidTemplateDeployment: The template deployment is not valid." in result.stdout
+    assert "  PrincipalNotFound: Principal abc does not exist." in result.stdout
+    assert what_if(tmp_path, {"status": "Failed"}).returncode == 1
+    assert what_if(tmp_path, ["not", "a", "result"]).returncode == 2
