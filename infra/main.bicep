@@ -117,6 +117,12 @@ param hasteCorsAllowedOrigins string
 param authClientId string
 @description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
 param hasteProjectGroups string
+@description('App setting HASTE_LOCAL_ALLOW_IN_AZURE; its meaning is in docs/deploy.md.')
+@allowed([
+  'true'
+  'false'
+])
+param hasteLocalAllowInAzure string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -339,6 +345,7 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteSubmitBurst: hasteSubmitBurst
     hasteCorsAllowedOrigins: hasteCorsAllowedOrigins
     hasteProjectGroups: hasteProjectGroups
+    hasteLocalAllowInAzure: hasteLocalAllowInAzure
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS
     batchRetryAttempts: batchRetryAttempts

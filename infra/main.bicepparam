@@ -40,6 +40,7 @@ param hasteSubmitRatePerS = readEnvironmentVariable('HASTE_SUBMIT_RATE_PER_S', '
 param hasteSubmitBurst = readEnvironmentVariable('HASTE_SUBMIT_BURST', '200')
 param hasteCorsAllowedOrigins = readEnvironmentVariable('HASTE_CORS_ALLOWED_ORIGINS', '')
 param hasteProjectGroups = readEnvironmentVariable('HASTE_PROJECT_GROUPS', '')
+param hasteLocalAllowInAzure = readEnvironmentVariable('HASTE_LOCAL_ALLOW_IN_AZURE', 'false')
 param batchRetentionS = readEnvironmentVariable('BATCH_RETENTION_S', '86400')
 param batchRequestTimeoutS = readEnvironmentVariable('BATCH_REQUEST_TIMEOUT_S', '30.0')
 param batchRetryAttempts = readEnvironmentVariable('BATCH_RETRY_ATTEMPTS', '4')

@@ -71,6 +71,12 @@ param hasteSubmitBurst string
 param hasteCorsAllowedOrigins string
 @description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
 param hasteProjectGroups string
+@description('App setting HASTE_LOCAL_ALLOW_IN_AZURE; its meaning is in docs/deploy.md.')
+@allowed([
+  'true'
+  'false'
+])
+param hasteLocalAllowInAzure string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -182,6 +188,7 @@ var operatorSettings = {
   HASTE_SUBMIT_BURST: hasteSubmitBurst
   HASTE_CORS_ALLOWED_ORIGINS: hasteCorsAllowedOrigins
   HASTE_PROJECT_GROUPS: hasteProjectGroups
+  HASTE_LOCAL_ALLOW_IN_AZURE: hasteLocalAllowInAzure
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS
   BATCH_RETRY_ATTEMPTS: batchRetryAttempts
