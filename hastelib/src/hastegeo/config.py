@@ -212,7 +212,7 @@ class Settings(_Section):
         """Why the local backend must not start here, or None. The local adapter refuses with this."""
         if self.in_azure_functions and not self.local.allow_in_azure:
             return (
-                "the local backend would run workloads as processes on this Azure Functions instance; "
+                "it would run workloads as processes on this Azure Functions instance; "
                 "set HASTE_LOCAL_ALLOW_IN_AZURE=true to allow it"
             )
         return None

@@ -260,9 +260,10 @@ class PollStep:
         unreadable: dict[str, str] = {}  # path → why neither copy could be read (both causes)
 
         def read(path: str) -> bytes | None:
-            return self._deps.service.read_output(
-                handle, path, notes.append, lambda line: unreadable.__setitem__(path, line)
-            )
+            def remember(line: str) -> None:
+                unreadable[path] = line
+
+            return self._deps.service.read_output(handle, path, notes.append, remember)
 
         return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)
 
