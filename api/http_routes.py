@@ -15,6 +15,7 @@ from api.access import Denied, caller, job_not_found, require
 from api.openapi import openapi_document
 from api.problems import json_response, problem
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
+from hastegeo.config import BACKENDS
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
 from hastegeo.runtime import get_runtime
@@ -184,12 +185,22 @@ def list_backends(req: func.HttpRequest) -> func.HttpResponse:
     except Denied as denied:
         return denied.response
     candidates = runtime.deps.router.candidates
+    # Each enabled backend says which workloads it takes and why it takes no others, with its current settings.
     return json_response(
         {
             "default": runtime.settings.routing.default_backend,
             "backends": [
-                {"name": c.name, "workloads": sorted(c.workloads), "weight": c.weight}
+                {
+                    "name": c.name,
+                    "workloads": sorted(c.workloads),
+                    "weight": c.weight,
+                    "unavailable": dict(sorted(c.unable.items())),
+                    "takesNothingBecause": c.takes_nothing_because,
+                }
                 for c in sorted(candidates.values(), key=lambda c: c.name)
+            ],
+            "disabled": [
+                {"name": name, "reason": "not in HASTE_BACKENDS_ENABLED"} for name in BACKENDS if name not in candidates
             ],
         }
     )

@@ -87,7 +87,31 @@ def openapi_document() -> dict[str, Any]:
     }
     schemas["Backends"] = {
         "type": "object",
-        "properties": {"default": {"type": "string"}, "backends": {"type": "array"}},
+        "description": "The enabled backends with the workloads each takes with its current settings, the reason "
+        "for each workload it does not take, and the backends that are not enabled.",
+        "properties": {
+            "default": {"type": "string"},
+            "backends": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "workloads": {"type": "array", "items": {"type": "string"}},
+                        "weight": {"type": "number"},
+                        "unavailable": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "takesNothingBecause": {"type": ["string", "null"]},
+                    },
+                },
+            },
+            "disabled": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
+                },
+            },
+        },
     }
     return {
         "openapi": "3.1.0",

@@ -133,6 +133,12 @@ param hasteHttpAuthLevel string
 param authClientId string
 @description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
 param hasteProjectGroups string
+@description('App setting HASTE_LOCAL_ALLOW_IN_AZURE; its meaning is in docs/deploy.md.')
+@allowed([
+  'true'
+  'false'
+])
+param hasteLocalAllowInAzure string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -364,6 +370,7 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteCorsAllowedOrigins: hasteCorsAllowedOrigins
     hasteHttpAuthLevel: hasteHttpAuthLevel
     hasteProjectGroups: hasteProjectGroups
+    hasteLocalAllowInAzure: hasteLocalAllowInAzure
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS
     batchRetryAttempts: batchRetryAttempts

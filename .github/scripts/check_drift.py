@@ -70,6 +70,11 @@ NOT_DEPLOYED: dict[str, str] = {
 NOT_DEPLOYED_PREFIXES: dict[str, str] = {
     "HASTE_LOCAL_": "the local backend runs workloads as processes on a developer machine",
 }
+# Settings under an excluded prefix that are deployment settings after all, each with its reason.
+DEPLOYED_DESPITE_PREFIX: dict[str, str] = {
+    "HASTE_LOCAL_ALLOW_IN_AZURE": "the operator's explicit opt-in to the local backend inside Azure; a deployment "
+    "replaces every app setting, so only a deployed setting can keep it",
+}
 # Variables the workflow and main.bicepparam may carry that are not app settings:
 # deployment target and infrastructure sizing (AZURE_* follows azd's naming).
 INFRA_PARAMETER_PREFIXES = ("AZURE_", "DEPLOY_")
@@ -261,6 +266,8 @@ def code_settings(sections: Mapping[str, type[BaseModel]] | None = None) -> dict
 def not_deployed_reason(name: str) -> str | None:
     if name in NOT_DEPLOYED:
         return NOT_DEPLOYED[name]
+    if name in DEPLOYED_DESPITE_PREFIX:
+        return None
     for prefix, reason in NOT_DEPLOYED_PREFIXES.items():
         if name.startswith(prefix):
             return reason

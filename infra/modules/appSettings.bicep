@@ -77,6 +77,12 @@ param hasteCorsAllowedOrigins string
 param hasteHttpAuthLevel string
 @description('App setting HASTE_PROJECT_GROUPS; its meaning is in docs/deploy.md.')
 param hasteProjectGroups string
+@description('App setting HASTE_LOCAL_ALLOW_IN_AZURE; its meaning is in docs/deploy.md.')
+@allowed([
+  'true'
+  'false'
+])
+param hasteLocalAllowInAzure string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -189,6 +195,7 @@ var operatorSettings = {
   HASTE_CORS_ALLOWED_ORIGINS: hasteCorsAllowedOrigins
   HASTE_HTTP_AUTH_LEVEL: hasteHttpAuthLevel
   HASTE_PROJECT_GROUPS: hasteProjectGroups
+  HASTE_LOCAL_ALLOW_IN_AZURE: hasteLocalAllowInAzure
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS
   BATCH_RETRY_ATTEMPTS: batchRetryAttempts

@@ -268,6 +268,22 @@ def test_the_allowlist_names_only_real_settings(drift: ModuleType, code: dict[st
     for prefix in drift.NOT_DEPLOYED_PREFIXES:
         assert any(name.startswith(prefix) for name in code), prefix
     assert len(drift.NOT_DEPLOYED) + len(drift.NOT_DEPLOYED_PREFIXES) <= 5, "keep the allowlist short"
+    assert set(drift.DEPLOYED_DESPITE_PREFIX) <= set(code)
+    for name in drift.DEPLOYED_DESPITE_PREFIX:
+        assert any(name.startswith(prefix) for prefix in drift.NOT_DEPLOYED_PREFIXES), f"{name}: no longer needed"
+
+
+def test_the_local_opt_in_for_azure_is_a_deployment_setting(
+    drift: ModuleType, code: dict[str, Any], tree: Path
+) -> None:
+    """Under the excluded HASTE_LOCAL_ prefix, yet deployed: a deployment replaces every app setting."""
+    assert drift.not_deployed_reason("HASTE_LOCAL_ROOT")
+    assert drift.not_deployed_reason("HASTE_LOCAL_ALLOW_IN_AZURE") is None
+    edit(
+        tree / APP_SETTINGS,
+        drop_lines(lambda line: line.strip() == "HASTE_LOCAL_ALLOW_IN_AZURE: hasteLocalAllowInAzure"),
+    )
+    assert named(problems(drift, tree, code), "HASTE_LOCAL_ALLOW_IN_AZURE", APP_SETTINGS)
 
 
 # ---------------------------------------------------------------- the Bicep evaluator

@@ -176,3 +176,69 @@ def test_submissions_over_the_rate_get_a_429_with_retry_after(api_settings: Call
     assert response.mimetype == "application/problem+json"
     assert int(response.headers["Retry-After"]) >= 1
     assert jobs_stored() == 2
+
+
+AML_WITHOUT_ENVIRONMENT = {
+    "HASTE_BACKENDS_ENABLED": "local,azure_ml",
+    "AML_MODE": "Existing",
+    "AML_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
+    "AML_RESOURCE_GROUP": "rg-haste",
+    "AML_WORKSPACE": "ws-haste",
+}
+
+
+def test_backends_say_what_each_takes_and_why_not(api_settings: Callable[..., None]) -> None:
+    api_settings(**AML_WITHOUT_ENVIRONMENT)  # Azure ML on, but no image, registered environment or build context
+    status, listing, _ = call("list_backends", "GET", "/api/backends")
+    assert status == 200
+    backends = {b["name"]: b for b in listing["backends"]}
+    assert set(backends) == {"local", "azure_ml"}
+    aml = backends["azure_ml"]
+    assert aml["workloads"] == []
+    assert aml["takesNothingBecause"].startswith("no environment to run in: AML_IMAGE is empty")
+    assert set(aml["unavailable"]) == {"imagery", "training", "inference", "embedding", "artifacts"}
+    assert backends["local"]["takesNothingBecause"] is None
+    assert backends["local"]["unavailable"] == {}
+    assert listing["disabled"] == [{"name": "azure_batch", "reason": "not in HASTE_BACKENDS_ENABLED"}]
+
+
+def test_an_explicit_backend_that_cannot_run_the_job_is_a_400_naming_backend(api_settings: Callable[..., None]) -> None:
+    api_settings(**AML_WITHOUT_ENVIRONMENT)
+    before = submit_queue_depth()
+    status, body, response = call("submit_job", "POST", "/api/jobs", {**VALID, "backend": "azure_ml"})
+    assert status == 400
+    assert response.mimetype == "application/problem+json"
+    assert [e["field"] for e in body["errors"]] == ["backend"]
+    assert "'azure_ml' cannot run 'artifacts' workloads: no environment to run in: AML_IMAGE is empty" in body["detail"]
+    assert jobs_stored() == 0
+    assert submit_queue_depth() == before
+    # auto never picks it: every job goes to the backend that can run it.
+    for key in ("a1", "a2", "a3", "a4", "a5", "a6"):
+        status, job, _ = call("submit_job", "POST", "/api/jobs", VALID, headers={"Idempotency-Key": key})
+        assert (status, job["backend"]) == (202, "local")
+
+
+def test_the_local_backend_takes_nothing_inside_azure_functions_unless_allowed(
+    api_settings: Callable[..., None],
+) -> None:
+    platform = {"WEBSITE_SITE_NAME": "func-haste", "FUNCTIONS_WORKER_RUNTIME": "python"}
+    api_settings(**platform)
+    _, listing, _ = call("list_backends", "GET", "/api/backends")
+    (local,) = listing["backends"]
+    assert local["workloads"] == []
+    assert "HASTE_LOCAL_ALLOW_IN_AZURE=true" in local["takesNothingBecause"]
+    status, body, _ = call("submit_job", "POST", "/api/jobs", VALID)  # auto: nowhere to go
+    assert status == 409
+    assert "No enabled backend can run 'artifacts' workloads (local: " in body["detail"]
+    assert "HASTE_LOCAL_ALLOW_IN_AZURE=true" in body["detail"]
+    status, body, _ = call("submit_job", "POST", "/api/jobs", {**VALID, "backend": "local"})
+    assert status == 400
+    assert body["errors"][0]["field"] == "backend"
+    assert "HASTE_LOCAL_ALLOW_IN_AZURE=true" in body["errors"][0]["message"]
+    assert jobs_stored() == 0
+
+    api_settings(**platform, HASTE_LOCAL_ALLOW_IN_AZURE="true")  # the operator's explicit opt-in
+    _, listing, _ = call("list_backends", "GET", "/api/backends")
+    assert "artifacts" in listing["backends"][0]["workloads"]
+    status, job, _ = call("submit_job", "POST", "/api/jobs", VALID)
+    assert (status, job["backend"]) == (202, "local")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
+from azure.core.exceptions import ResourceNotFoundError
+from azure.storage.blob import BlobServiceClient
 
+from hastegeo.compute.service import ExecutionService
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
+from hastegeo.devhost.azurite import ACCOUNT_KEY, Azurite
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.poll import PollStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import JobMessage
 from hastegeo.testing.batch_service import BatchTestService
@@ -62,6 +68,75 @@ def test_node_lost_after_completion_still_succeeds_from_blob(
     assert "RequestId" not in text
     assert "HttpResponseError" not in text
     assert "<azure" not in text
+
+
+NODE_CAUSES = (
+    "NodeNotReady: Node is not able to perform the requested operations in its current state; "
+    "then NodeNotFound: The specified node does not exist"
+)
+
+
+def with_blob_reader(runtime: Runtime, blobs: BlobServiceClient) -> Runtime:
+    """The same runtime, except that post-processing's blob fallback reads through ``blobs``."""
+
+    def read_blob(container: str, name: str) -> bytes | None:
+        try:
+            return blobs.get_container_client(container).download_blob(name).readall()
+        except ResourceNotFoundError:
+            return None
+
+    deps = dataclasses.replace(runtime.deps, service=ExecutionService(runtime.registry, read_blob))
+    return dataclasses.replace(runtime, deps=deps, poll=PollStep(deps, runtime.blobs, runtime.acceptor))
+
+
+def test_node_gone_and_blob_read_failing_names_both_causes(
+    batch_runtime: tuple[Runtime, BatchTestService], azurite: Azurite
+) -> None:
+    runtime, service = batch_runtime
+    # A storage client whose key the account refuses: every read is a real 403 from Azurite.
+    wrong_key = base64.b64encode(b"not the account key".ljust(64, b"!")).decode()
+    refused = BlobServiceClient.from_connection_string(azurite.connection_string.replace(ACCOUNT_KEY, wrong_key))
+    broken = with_blob_reader(runtime, refused)
+    put_input(runtime, "p1/a.txt", b"alpha")
+    job = runtime.acceptor.accept(parse_request(request(backend="azure_batch"))).job
+    service.faults.node_lost_after_completion(not_ready_calls=1)
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    finished = drive(broken, job.id, timeout=60)
+    assert finished.state is JobState.FAILED
+    reason = finished.reason or ""
+    assert reason.startswith(
+        f"outputs/artifacts_manifest.json could not be read: the compute node could not serve it ({NODE_CAUSES}); "
+        "the blob copy could not be read (AuthorizationFailure: Server failed to authenticate the request."
+    ), reason
+    assert reason.endswith(")")
+    assert "\n" not in reason
+    for noise in ("RequestId", "Time:", "ErrorCode", "<?xml", "HttpResponseError", "not found"):
+        assert noise not in reason, noise
+    last = finished.history[-1].message  # the history caps a line's length; the reason is whole
+    assert last.startswith("post-processing failed: outputs/artifacts_manifest.json could not be read"), last
+    assert "NodeNotFound" in last  # both causes survive the cap
+    assert "AuthorizationFailure" in last
+
+
+def test_node_gone_and_no_blob_copy_says_so_without_hiding_the_node_cause(
+    batch_runtime: tuple[Runtime, BatchTestService],
+) -> None:
+    runtime, service = batch_runtime
+    put_input(runtime, "p1/a.txt", b"alpha")
+    job = runtime.acceptor.accept(parse_request(request(backend="azure_batch"))).job
+    service.faults.node_lost_after_completion(not_ready_calls=1)
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    handle = runtime.store.get(job.id).handle
+    assert handle is not None
+    service.wait_task(handle.provider_ids["job_id"], handle.provider_ids["task_id"])
+    outputs = runtime.blobs.get_container_client(handle.output.container)
+    outputs.delete_blob(handle.output.child("outputs/artifacts_manifest.json"))  # the upload never landed
+    finished = drive(runtime, job.id, timeout=60)
+    assert finished.state is JobState.FAILED
+    assert finished.reason == (
+        f"outputs/artifacts_manifest.json could not be read: the compute node could not serve it ({NODE_CAUSES}); "
+        "it is not in blob storage"
+    )
 
 
 def test_failed_resource_download_is_one_readable_line(batch_runtime: tuple[Runtime, BatchTestService]) -> None:

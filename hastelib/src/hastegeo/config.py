@@ -133,6 +133,12 @@ class LocalSettings(_Section):
     )
     slots: int = Field(0, alias="HASTE_LOCAL_SLOTS", ge=0, description="Concurrent local jobs (0 = CPU count).")
     python: str = Field("", alias="HASTE_LOCAL_PYTHON", description="Interpreter for workloads (default: this one).")
+    allow_in_azure: bool = Field(
+        False,
+        alias="HASTE_LOCAL_ALLOW_IN_AZURE",
+        description="Let the local backend run workloads as processes on the Azure Functions instance itself "
+        "(refused there by default: they would share the app's memory, CPU and identity).",
+    )
 
 
 class HttpAuthLevel(enum.StrEnum):
@@ -171,6 +177,22 @@ class AuthSettings(_Section):
         return value
 
 
+def in_azure_functions(env: Mapping[str, str]) -> bool:
+    """Whether this process runs on the Azure Functions platform, from what the platform sets.
+
+    ``WEBSITE_INSTANCE_ID`` is set by App Service on every instance of every
+    plan that has one (Dedicated, Premium, Windows Consumption), and never by
+    Core Tools or this project's dev host. Linux Consumption and Flex do not
+    always set it, but they set ``WEBSITE_SITE_NAME``, which alone would also
+    match any App Service web app, together with ``FUNCTIONS_WORKER_RUNTIME``,
+    which alone is also set by ``local.settings.json`` on a workstation. The
+    pair is specific to a deployed function app.
+    """
+    if env.get("WEBSITE_INSTANCE_ID"):
+        return True
+    return bool(env.get("WEBSITE_SITE_NAME")) and bool(env.get("FUNCTIONS_WORKER_RUNTIME"))
+
+
 class Settings(_Section):
     storage: StorageSettings
     routing: RoutingSettings
@@ -179,16 +201,38 @@ class Settings(_Section):
     local: LocalSettings
     batch: BatchSettings
     aml: AmlSettings
+    # Set by load_settings from the platform's own variables (see in_azure_functions); not a setting.
+    in_azure_functions: bool = False
 
     def backend_workloads(self, backend: str) -> frozenset[str]:
-        """The workloads a backend can run, from settings alone (no adapter is built)."""
+        """The workloads a backend can run with its current settings (no adapter is built)."""
+        if backend not in BACKENDS:
+            return frozenset()
+        return frozenset(WORKLOADS) - frozenset(self.backend_limits(backend))
+
+    def backend_limits(self, backend: str) -> dict[str, str]:
+        """Workload → why ``backend`` cannot run it with its current settings; empty when it runs all.
+
+        Pure: read from settings alone, so routing and ``GET /api/backends``
+        agree with what the adapter would refuse, without building it.
+        """
         if backend == "local":
-            return frozenset(WORKLOADS)
+            refusal = self.local_refusal()
+            return dict.fromkeys(WORKLOADS, refusal) if refusal else {}
         if backend == "azure_batch":
-            return frozenset(self.batch.pools) & frozenset(WORKLOADS)
+            return self.batch.limits(WORKLOADS)
         if backend == "azure_ml":
-            return frozenset(self.aml.compute) & frozenset(WORKLOADS)
-        return frozenset()
+            return self.aml.limits(WORKLOADS)
+        return dict.fromkeys(WORKLOADS, f"{backend!r} is not a backend")
+
+    def local_refusal(self) -> str | None:
+        """Why the local backend must not start here, or None. The local adapter refuses with this."""
+        if self.in_azure_functions and not self.local.allow_in_azure:
+            return (
+                "it would run workloads as processes on this Azure Functions instance; "
+                "set HASTE_LOCAL_ALLOW_IN_AZURE=true to allow it"
+            )
+        return None
 
     @model_validator(mode="after")
     def _enabled_backends_configured(self) -> Settings:
@@ -233,7 +277,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     if problems:
         raise ConfigurationError("Invalid settings: " + "; ".join(problems))
     try:
-        return Settings.model_validate(sections)
+        return Settings.model_validate({**sections, "in_azure_functions": in_azure_functions(env)})
     except ValidationError as exc:
         raise ConfigurationError("Invalid settings: " + "; ".join(_describe(exc))) from None
 

@@ -106,10 +106,14 @@ def build_runtime(
                 name=name,
                 workloads=settings.backend_workloads(name) & frozenset(PROCESSORS),
                 weight=settings.routing.weights.get(name, 1.0),
+                unable={w: why for w, why in settings.backend_limits(name).items() if w in PROCESSORS},
             )
             for name in settings.routing.enabled_backends
         }
     )
+    for candidate in router.candidates.values():
+        if candidate.takes_nothing_because:  # enabled, yet no job can go there: say so at start-up
+            log.warning("backend %s takes no job: %s", candidate.name, candidate.takes_nothing_because)
 
     def read_blob(container: str, name: str) -> bytes | None:
         try:

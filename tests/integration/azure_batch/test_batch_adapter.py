@@ -80,6 +80,43 @@ def test_node_still_not_ready_when_the_budget_ends_reads_none_with_a_readable_re
     )
 
 
+NODE_STATE_INVALID = "The node is in an invalid state for this operation."
+
+
+def test_node_state_invalid_is_a_node_in_transition_retried_within_the_budget(rig: Rig) -> None:
+    backend = rig.make()
+    handle = backend.submit(rig.spec("stateinvalid-1"))
+    rig.wait(handle)
+    rig.service.faults.fail("get_task_file", 409, "NodeStateInvalid", times=2, message=NODE_STATE_INVALID)
+    assert backend.read_output(handle, "outputs/x.txt") == b"hello world"  # the node answered on attempt 3
+    assert rig.service.calls("haste-stateinvalid-1")["get_task_file"] == 3
+    assert rig.sleeps == [0.5, 1.0]
+    assert backend.last_unavailable_reason(handle) is None
+
+
+def test_node_state_invalid_past_the_budget_is_unavailable_not_a_failure(rig: Rig) -> None:
+    backend = rig.make(BATCH_RETRY_ATTEMPTS="3")
+    handle = backend.submit(rig.spec("stateinvalid-2"))
+    rig.wait(handle)
+    rig.service.faults.fail("get_task_file", 409, "NodeStateInvalid", times=10, message=NODE_STATE_INVALID)
+    assert backend.read_output(handle, "outputs/x.txt") is None  # not a TerminalBackendError
+    assert backend.last_unavailable_reason(handle) == f"NodeStateInvalid: {NODE_STATE_INVALID.rstrip('.')}"
+    backend.cleanup(handle)  # the node is not believed alive: no delete, the job is still terminated
+    calls = rig.service.calls("haste-stateinvalid-2")
+    assert (calls["get_task_file"], calls["delete_task_file"], calls["terminate_job"]) == (3, 0, 1)
+
+
+def test_cleanup_on_a_node_in_transition_skips_the_delete_without_waiting(rig: Rig) -> None:
+    backend = rig.make()
+    handle = backend.submit(rig.spec("stateinvalid-3"))
+    rig.wait(handle)
+    rig.service.faults.fail("delete_task_file", 409, "NodeStateInvalid", times=10, message=NODE_STATE_INVALID)
+    backend.cleanup(handle)  # best-effort: nothing raised, the retention time reclaims the disk
+    calls = rig.service.calls("haste-stateinvalid-3")
+    assert (calls["delete_task_file"], calls["terminate_job"]) == (1, 1)
+    assert rig.sleeps == []
+
+
 def test_task_failure_reports_exit_code_and_last_stderr_lines(rig: Rig) -> None:
     backend = rig.make()
     code = (

@@ -245,6 +245,7 @@ def test_real_ml_client_submits_the_pinned_job_body(
                 "HASTE_PARAMS_JSON": '{"bands": 3}',
                 "HASTE_JOB_ID": "job-0001",
                 "HASTE_JOB_WORKDIR": "/tmp/haste-job",
+                "AZ_BATCH_TASK_WORKING_DIR": "/tmp/haste-job",  # the alias older images read, as on Batch
             },
             "limits": {"timeout": "PT1H", "jobLimitsType": "Command"},
             "jobType": "Command",

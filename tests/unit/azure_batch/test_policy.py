@@ -60,6 +60,7 @@ def azure_error(cls: type[HttpResponseError], status: int, code: str, **headers:
     ("code", "status", "kind"),
     [
         ("NodeNotReady", 409, ErrorKind.NODE_TRANSITION),
+        ("NodeStateInvalid", 409, ErrorKind.NODE_TRANSITION),
         ("NodeBeingRebooted", 409, ErrorKind.NODE_TRANSITION),
         ("NodeBeingSomethingNew", 409, ErrorKind.NODE_TRANSITION),
         ("NodeNotFound", 404, ErrorKind.NODE_GONE),
@@ -92,6 +93,7 @@ def test_classification_table(code: str | None, status: int | None, kind: ErrorK
 def test_the_code_wins_over_the_exception_class() -> None:
     # azure-batch raises ResourceExistsError for every 409, NodeNotReady included.
     assert error_facts(azure_error(ResourceExistsError, 409, "NodeNotReady")).kind is ErrorKind.NODE_TRANSITION
+    assert error_facts(azure_error(ResourceExistsError, 409, "NodeStateInvalid")).kind is ErrorKind.NODE_TRANSITION
     assert error_facts(azure_error(ResourceExistsError, 409, "TaskExists")).kind is ErrorKind.EXISTS
     assert error_facts(azure_error(ResourceNotFoundError, 404, "NodeNotFound")).kind is ErrorKind.NODE_GONE
 

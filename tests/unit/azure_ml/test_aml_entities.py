@@ -22,7 +22,7 @@ from hastegeo.compute.azure_ml.entities import (
     job_environment,
     job_name,
 )
-from hastegeo.compute.contract import WORKDIR_VARIABLE, ComputeJobSpec
+from hastegeo.compute.contract import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, ComputeJobSpec
 from hastegeo.utils.errors import ConfigurationError
 from tests.unit.azure_ml.aml_support import aml_settings, make_spec
 
@@ -42,6 +42,7 @@ def _assert_common(job: object, spec: ComputeJobSpec) -> None:
     assert outputs["outputs"].mode == "rw_mount"
     env_vars = job.environment_variables  # type: ignore[attr-defined]
     assert env_vars[WORKDIR_VARIABLE] == CONTAINER_WORKDIR
+    assert env_vars[LEGACY_WORKDIR_VARIABLE] == CONTAINER_WORKDIR  # older images read only this name
     assert env_vars["HASTE_PARAMS_JSON"] == '{"bands": 3}'
     tags = job.tags  # type: ignore[attr-defined]
     assert tags["project"] == "p1"
@@ -148,3 +149,12 @@ def test_inputs_with_nested_dest_are_linked_safely() -> None:
     job = build_command_job(spec, aml_settings(), environment="azureml:e:1")._to_job()
     assert job.inputs["input_0"].path == f"{DS}/c/paths/a b/x.tif"
     assert "'dir x/it'\"'\"'s.tif'" in job.command
+
+
+def test_a_spec_cannot_move_the_working_directory_variables() -> None:
+    """The backend owns both names, as on Batch: a spec's env cannot point them elsewhere."""
+    spec = make_spec(env={WORKDIR_VARIABLE: "/elsewhere", LEGACY_WORKDIR_VARIABLE: "/other", "HASTE_JOB_ID": "j"})
+    job = build_command_job(spec, aml_settings(), environment="azureml:haste-runtime:1")
+    env_vars = job.environment_variables  # type: ignore[attr-defined]
+    assert (env_vars[WORKDIR_VARIABLE], env_vars[LEGACY_WORKDIR_VARIABLE]) == (CONTAINER_WORKDIR, CONTAINER_WORKDIR)
+    assert env_vars["HASTE_JOB_ID"] == "j"

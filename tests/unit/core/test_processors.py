@@ -94,3 +94,57 @@ def test_inference_packages_its_outputs_and_others_start_nothing() -> None:
     assert [r.workload for r in PROCESSORS["inference"].follow_ons(job("inference", {}))] == ["artifacts"]
     assert PROCESSORS["imagery"].follow_ons(job("imagery", {})) == []
     assert PROCESSORS["artifacts"].follow_ons(job("artifacts", {})) == []
+
+
+# -- post-processing reads ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("provider", "blob", "expected"),
+    [
+        (None, None, "outputs/x_manifest.json was not found on the backend or in blob storage"),
+        (
+            "NodeNotFound: The specified node does not exist",
+            None,
+            "outputs/x_manifest.json could not be read: the compute node could not serve it "
+            "(NodeNotFound: The specified node does not exist); it is not in blob storage",
+        ),
+        (
+            None,
+            "AuthorizationFailure: This request is not authorized",
+            "outputs/x_manifest.json could not be read: it is not on the backend; "
+            "the blob copy could not be read (AuthorizationFailure: This request is not authorized)",
+        ),
+        (
+            "NodeNotFound: The specified node does not exist",
+            "ServiceRequestError: connection refused",
+            "outputs/x_manifest.json could not be read: the compute node could not serve it "
+            "(NodeNotFound: The specified node does not exist); "
+            "the blob copy could not be read (ServiceRequestError: connection refused)",
+        ),
+    ],
+)
+def test_unreadable_reason_names_every_cause_provider_first(
+    provider: str | None, blob: str | None, expected: str
+) -> None:
+    from hastegeo.compute.service import unreadable_reason
+
+    assert unreadable_reason("outputs/x_manifest.json", provider, blob) == expected
+
+
+def test_a_missing_manifest_fails_with_the_reason_the_reads_gave() -> None:
+    from hastegeo.processors.base import OutputAccess, PostprocessError
+
+    processor = PROCESSORS["artifacts"]
+    why = {processor.manifest_path: "outputs/artifacts_manifest.json could not be read: both causes"}
+    access = OutputAccess(read=lambda path: None, blob_size=lambda path: None, read_blob=lambda path: None)
+    output = BlobLocation(container="out", path="jobs/j1")
+    with pytest.raises(PostprocessError) as plain:
+        processor.postprocess(job("artifacts", {}), access, output)  # an access without explanations: as before
+    assert str(plain.value) == "outputs/artifacts_manifest.json was not found on the backend or in blob storage"
+    explained = OutputAccess(
+        read=lambda path: None, blob_size=lambda path: None, read_blob=lambda path: None, unreadable=why.get
+    )
+    with pytest.raises(PostprocessError) as raised:
+        processor.postprocess(job("artifacts", {}), explained, output)
+    assert str(raised.value) == "outputs/artifacts_manifest.json could not be read: both causes"

@@ -97,3 +97,13 @@ def test_logging_filter_redacts_messages_args_and_tracebacks(caplog: pytest.LogC
     text = caplog.text
     assert "AbCdEf0123456789" not in text
     assert "fetching https://acct.blob.core.windows.net/c/b.tif" in text
+
+
+def test_describe_a_real_storage_error_by_its_code_value() -> None:
+    """azure-storage puts an enum in ``error_code``; the line shows its value, not the enum's repr."""
+    from azure.core.exceptions import HttpResponseError
+    from azure.storage.blob import StorageErrorCode
+
+    exc = HttpResponseError(message="Server failed to authenticate the request.\nRequestId:r1\nTime:2026")
+    exc.error_code = StorageErrorCode.AUTHORIZATION_FAILURE  # type: ignore[attr-defined]
+    assert describe_exception(exc) == "AuthorizationFailure: Server failed to authenticate the request."

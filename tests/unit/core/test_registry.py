@@ -100,3 +100,32 @@ def test_reentrant_constructor_does_not_deadlock() -> None:
         [BackendEntry("outer", needs_other), BackendEntry("fast", Dummy)], enabled=["outer", "fast"], context=CONTEXT
     )
     assert isinstance(registry.get("outer"), Dummy)
+
+
+def test_the_local_backend_refuses_to_start_inside_azure_functions_unless_allowed(tmp_path: Any) -> None:
+    """The production factory, built through the registry as the pipeline builds it."""
+    from azure.storage.blob import BlobServiceClient
+
+    from hastegeo.compute.local.adapter import LocalBackend
+    from hastegeo.compute.registry import DEFAULT_FACTORIES
+    from hastegeo.config import load_settings
+
+    env = {
+        "AzureWebJobsStorage": "UseDevelopmentStorage=true",
+        "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+        "WEBSITE_SITE_NAME": "func-haste",  # what the Functions platform sets (Linux/Flex)
+        "FUNCTIONS_WORKER_RUNTIME": "python",
+    }
+    blobs = BlobServiceClient.from_connection_string("UseDevelopmentStorage=true")  # never called here
+
+    def registry(**extra: str) -> RunnerRegistry:
+        context = BackendContext(settings=load_settings({**env, **extra}), blob_service=blobs)
+        return RunnerRegistry([BackendEntry("local", DEFAULT_FACTORIES["local"])], enabled=["local"], context=context)
+
+    with pytest.raises(ConfigurationError, match="HASTE_LOCAL_ALLOW_IN_AZURE=true") as raised:
+        registry().get("local")
+    assert str(raised.value).startswith("The local backend refuses to start: ")
+    assert not (tmp_path / "local").exists()  # refused before it touched anything
+    allowed = registry(HASTE_LOCAL_ALLOW_IN_AZURE="true").get("local")
+    assert isinstance(allowed, LocalBackend)
+    allowed.close()

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
-from hastegeo.utils.errors import BackendUnavailableError
+from hastegeo.utils.errors import BackendUnavailableError, InvalidJobError
 
 ALL = frozenset({"imagery", "training", "inference", "embedding", "artifacts"})
 
@@ -25,10 +25,46 @@ def test_explicit_choice_of_a_disabled_backend_is_refused() -> None:
         router(local=1).resolve("azure_ml", "imagery", "j1")
 
 
-def test_explicit_choice_that_cannot_run_the_workload_is_refused() -> None:
+def test_explicit_choice_that_cannot_run_the_workload_is_a_bad_backend_field_with_the_reason() -> None:
     only_training = ComputeRouter({"azure_ml": RouteCandidate("azure_ml", frozenset({"training"}))})
-    with pytest.raises(BackendUnavailableError, match="cannot run 'imagery'"):
+    with pytest.raises(InvalidJobError, match="cannot run 'imagery'") as raised:
         only_training.resolve("azure_ml", "imagery", "j1")
+    assert raised.value.field == "backend"
+    assert str(raised.value).endswith("it is configured for: training")
+    no_image = ComputeRouter(
+        {"azure_ml": RouteCandidate("azure_ml", frozenset(), unable=dict.fromkeys(ALL, "AML_IMAGE is empty"))}
+    )
+    with pytest.raises(InvalidJobError) as raised:
+        no_image.resolve("azure_ml", "training", "j1")
+    assert str(raised.value) == "backend: 'azure_ml' cannot run 'training' workloads: AML_IMAGE is empty"
+
+
+def test_auto_never_routes_to_a_backend_that_cannot_run_the_job_and_says_why_none_can() -> None:
+    refused = dict.fromkeys(ALL, "refused inside Azure Functions; set HASTE_LOCAL_ALLOW_IN_AZURE=true")
+    mixed = ComputeRouter(
+        {
+            "local": RouteCandidate("local", frozenset(), 100, unable=refused),
+            "azure_batch": RouteCandidate(
+                "azure_batch", frozenset({"imagery"}), unable={"training": "BATCH_POOLS names no pool for it"}
+            ),
+        }
+    )
+    assert {mixed.resolve("auto", "imagery", f"job{i}") for i in range(100)} == {"azure_batch"}
+    with pytest.raises(BackendUnavailableError) as raised:
+        mixed.resolve("auto", "training", "j")
+    assert str(raised.value) == (
+        "No enabled backend can run 'training' workloads (azure_batch: BATCH_POOLS names no pool for it; "
+        "local: refused inside Azure Functions; set HASTE_LOCAL_ALLOW_IN_AZURE=true)"
+    )
+
+
+def test_a_candidate_says_why_it_takes_nothing_once_per_reason() -> None:
+    assert RouteCandidate("local", ALL).takes_nothing_because is None
+    refused = RouteCandidate("local", frozenset(), unable=dict.fromkeys(ALL, "refused here"))
+    assert refused.takes_nothing_because == "refused here"
+    mixed = RouteCandidate("azure_batch", frozenset(), unable={"imagery": "no pool", "training": "no image"})
+    assert mixed.takes_nothing_because == "no pool; no image"
+    assert RouteCandidate("x", frozenset()).takes_nothing_because == "it is configured for no workload"
 
 
 def test_auto_skips_backends_that_cannot_run_the_workload() -> None:

@@ -50,3 +50,100 @@ def test_every_problem_is_reported_at_once() -> None:
         load_settings({**BASE, "HASTE_POLL_INITIAL_S": "x", "HASTE_HISTORY_LIMIT": "1"})
     assert "HASTE_POLL_INITIAL_S" in str(caught.value)
     assert "HASTE_HISTORY_LIMIT" in str(caught.value)
+
+
+# -- where the app runs, and what each backend can take ------------------------------------
+
+ALL_WORKLOADS = {"imagery", "training", "inference", "embedding", "artifacts"}
+
+
+@pytest.mark.parametrize(
+    ("platform", "expected"),
+    [
+        pytest.param({}, False, id="workstation"),
+        pytest.param({"FUNCTIONS_WORKER_RUNTIME": "python"}, False, id="core-tools-local-settings"),
+        pytest.param({"WEBSITE_SITE_NAME": "my-web-app"}, False, id="app-service-web-app"),
+        pytest.param({"WEBSITE_INSTANCE_ID": "8c1f"}, True, id="app-service-instance"),
+        pytest.param({"WEBSITE_SITE_NAME": "func-haste", "FUNCTIONS_WORKER_RUNTIME": "python"}, True, id="linux-flex"),
+        pytest.param({"WEBSITE_INSTANCE_ID": "", "WEBSITE_SITE_NAME": ""}, False, id="empty-values"),
+    ],
+)
+def test_azure_functions_is_detected_from_the_platform_variables(platform: dict[str, str], expected: bool) -> None:
+    settings = load_settings({**BASE, **platform})
+    assert settings.in_azure_functions is expected
+    assert (settings.local_refusal() is not None) is expected
+    assert settings.backend_workloads("local") == (frozenset() if expected else ALL_WORKLOADS)
+
+
+def test_the_local_backend_in_azure_takes_nothing_unless_explicitly_allowed() -> None:
+    in_azure = {**BASE, "WEBSITE_INSTANCE_ID": "8c1f"}
+    refused = load_settings(in_azure)
+    reason = refused.local_refusal()
+    assert reason is not None
+    assert "HASTE_LOCAL_ALLOW_IN_AZURE=true" in reason
+    assert set(refused.backend_limits("local").values()) == {reason}
+    allowed = load_settings({**in_azure, "HASTE_LOCAL_ALLOW_IN_AZURE": "true"})
+    assert allowed.local_refusal() is None
+    assert allowed.backend_workloads("local") == ALL_WORKLOADS
+    with pytest.raises(ConfigurationError, match="HASTE_LOCAL_ALLOW_IN_AZURE"):
+        load_settings({**in_azure, "HASTE_LOCAL_ALLOW_IN_AZURE": "sometimes"})
+
+
+BATCH = {
+    **BASE,
+    "HASTE_BACKENDS_ENABLED": "azure_batch",
+    "BATCH_ACCOUNT_URL": "https://acct.westeurope.batch.azure.com",
+    "BATCH_IDENTITY_RESOURCE_ID": "/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/x",
+    "BATCH_POOLS": "imagery=cpu,training=gpu",
+    "BATCH_IMAGES": "imagery=haste/geo:1",
+}
+
+
+def test_batch_takes_a_workload_only_with_a_pool_and_an_image() -> None:
+    settings = load_settings(BATCH)
+    assert settings.backend_workloads("azure_batch") == {"imagery"}
+    limits = settings.backend_limits("azure_batch")
+    assert limits["training"] == "BATCH_IMAGES names no image for it"
+    assert limits["artifacts"] == "BATCH_POOLS names no pool for it"
+    no_identity = load_settings({**BATCH, "BATCH_IDENTITY_RESOURCE_ID": ""})
+    assert no_identity.backend_workloads("azure_batch") == frozenset()
+    assert set(no_identity.backend_limits("azure_batch").values()) == {"BATCH_IDENTITY_RESOURCE_ID is empty"}
+
+
+AML = {
+    **BASE,
+    "HASTE_BACKENDS_ENABLED": "azure_ml",
+    "AML_MODE": "Existing",
+    "AML_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
+    "AML_RESOURCE_GROUP": "rg",
+    "AML_WORKSPACE": "ws",
+    "AML_COMPUTE": "training=haste-gpu,artifacts=haste-cpu",
+}
+
+
+def test_azure_ml_with_no_image_no_registered_environment_and_no_build_context_takes_nothing() -> None:
+    settings = load_settings(AML)  # image source (the default) and AML_IMAGE empty
+    assert settings.backend_workloads("azure_ml") == frozenset()
+    (reason,) = set(settings.backend_limits("azure_ml").values())
+    assert reason.startswith("no environment to run in: AML_IMAGE is empty")
+    assert "AML_ENVIRONMENT_SOURCE=registered" in reason
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param({"AML_IMAGE": "acr.io/haste/runtime:1"}, id="image"),
+        pytest.param({"AML_ENVIRONMENT_SOURCE": "registered", "AML_ENVIRONMENT": "haste-runtime:3"}, id="registered"),
+        pytest.param({"AML_ENVIRONMENT_SOURCE": "build_context", "AML_BUILD_CONTEXT": "/src/docker"}, id="build"),
+    ],
+)
+def test_azure_ml_with_an_environment_takes_the_workloads_it_has_compute_for(source: dict[str, str]) -> None:
+    settings = load_settings({**AML, **source})
+    assert settings.backend_workloads("azure_ml") == {"training", "artifacts"}
+    assert settings.backend_limits("azure_ml")["imagery"] == "AML_COMPUTE names no compute target for it"
+
+
+def test_a_disabled_azure_ml_takes_nothing_and_says_why() -> None:
+    settings = load_settings(BASE)
+    assert set(settings.backend_limits("azure_ml").values()) == {"AML_MODE is Disabled"}
+    assert settings.backend_workloads("no-such-backend") == frozenset()

@@ -19,6 +19,8 @@ from pydantic.alias_generators import to_camel
 WORKLOADS: tuple[str, ...] = ("imagery", "training", "inference", "embedding", "artifacts")
 UPLOAD_PATTERNS: tuple[str, ...] = ("outputs/**", "logs/**")
 WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
+# Older images read Batch's name for the working directory; every backend exports both.
+LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"
 
 
 class _Frozen(BaseModel):

@@ -1,11 +1,15 @@
 """Choose the backend a job runs on. Pure: no I/O, no adapters constructed.
 
-An explicit choice is honoured when that backend is enabled and can run the
-workload. ``auto`` uses weighted rendezvous (highest-random-weight) hashing
-keyed by the job id: each candidate gets the score ``-w / ln(u)`` with ``u``
-a hash of (job id, backend) in (0, 1), and the highest score wins. The same
-job always routes the same way, each backend receives a share proportional
-to its weight, and removing a backend moves only the jobs that were on it.
+A candidate knows which workloads its backend can run *with its current
+settings* and why it cannot run the others (no pool, no image, refused on
+this host), so neither an explicit choice nor ``auto`` sends a job where the
+adapter would refuse it. An explicit choice is honoured when that backend is
+enabled and can run the workload. ``auto`` uses weighted rendezvous
+(highest-random-weight) hashing keyed by the job id: each candidate gets the
+score ``-w / ln(u)`` with ``u`` a hash of (job id, backend) in (0, 1), and the
+highest score wins. The same job always routes the same way, each backend
+receives a share proportional to its weight, and removing a backend moves only
+the jobs that were on it.
 """
 
 from __future__ import annotations
@@ -13,16 +17,32 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from hastegeo.utils.errors import BackendUnavailableError
+from hastegeo.utils.errors import BackendUnavailableError, InvalidJobError
 
 
 @dataclass(frozen=True)
 class RouteCandidate:
+    """An enabled backend: the workloads it takes, its ``auto`` weight, and why it takes no others."""
+
     name: str
     workloads: frozenset[str]
     weight: float = 1.0
+    unable: Mapping[str, str] = field(default_factory=dict)  # workload → why this backend cannot run it now
+
+    def why_not(self, workload: str) -> str:
+        """Why this backend cannot run ``workload`` (only meaningful when it cannot)."""
+        return self.unable.get(workload) or (
+            f"it is configured for: {', '.join(sorted(self.workloads)) or 'no workload'}"
+        )
+
+    @property
+    def takes_nothing_because(self) -> str | None:
+        """One line when the backend takes no workload at all (each distinct reason once), else None."""
+        if self.workloads:
+            return None
+        return "; ".join(dict.fromkeys(self.unable.values())) or "it is configured for no workload"
 
 
 class ComputeRouter:
@@ -37,24 +57,35 @@ class ComputeRouter:
         """The backend name for this job.
 
         Raises:
-            BackendUnavailableError: the named backend is not enabled or cannot
-                run ``workload``, or (for ``auto``) no enabled backend can.
+            InvalidJobError: (``field="backend"``) the named backend is enabled
+                but cannot run ``workload`` with its current settings; the
+                message says why.
+            BackendUnavailableError: the named backend is not enabled, or (for
+                ``auto``) no enabled backend can run ``workload``.
         """
         if requested != "auto":
             candidate = self._candidates.get(requested)
             if candidate is None:
                 raise BackendUnavailableError(f"Backend {requested!r} is not enabled", backend=requested)
             if workload not in candidate.workloads:
-                raise BackendUnavailableError(
-                    f"Backend {requested!r} cannot run {workload!r} workloads"
-                    f" (it is configured for: {', '.join(sorted(candidate.workloads)) or 'none'})",
-                    backend=requested,
+                raise InvalidJobError(
+                    f"backend: {requested!r} cannot run {workload!r} workloads: {candidate.why_not(workload)}",
+                    field="backend",
                 )
             return requested
         able = [c for c in self._candidates.values() if workload in c.workloads and c.weight > 0]
         if not able:
-            raise BackendUnavailableError(f"No enabled backend can run {workload!r} workloads")
+            reasons = "; ".join(
+                f"{c.name}: {c.why_not(workload)}" for c in sorted(self._candidates.values(), key=_name)
+            )
+            raise BackendUnavailableError(
+                f"No enabled backend can run {workload!r} workloads" + (f" ({reasons})" if reasons else "")
+            )
         return max(able, key=lambda c: (rendezvous_score(job_id, c.name, c.weight), c.name)).name
+
+
+def _name(candidate: RouteCandidate) -> str:
+    return candidate.name
 
 
 def rendezvous_score(key: str, node: str, weight: float) -> float:

@@ -53,7 +53,11 @@ class ExecutionService:
         return None
 
     def read_output(
-        self, handle: ComputeJobHandle, path: str, on_fallback: Callable[[str], None] | None = None
+        self,
+        handle: ComputeJobHandle,
+        path: str,
+        on_fallback: Callable[[str], None] | None = None,
+        on_unreadable: Callable[[str], None] | None = None,
     ) -> bytes | None:
         """``path`` (relative to the job's output prefix) from the provider, else from blob.
 
@@ -62,6 +66,9 @@ class ExecutionService:
         When the blob copy serves and the adapter can say why the provider
         could not (the optional ``last_unavailable_reason(handle)``
         capability), ``on_fallback`` receives one readable line about it.
+        When neither copy serves, ``on_unreadable`` receives one readable line
+        that names both causes (see :func:`unreadable_reason`), so the job's
+        history never says "not found" where a node or storage error hid it.
         """
         adapter = self._adapter(handle.backend)
         provider_error: str | None = None
@@ -71,20 +78,21 @@ class ExecutionService:
             data, provider_error = None, describe_exception(exc)
         if data is not None:
             return data
+        reason_of = getattr(adapter, "last_unavailable_reason", None)
+        reason = provider_error or (reason_of(handle) if callable(reason_of) else None)
         try:
             data = self._read_blob(handle.output.container, handle.output.child(path))
         except Exception as exc:
-            log.warning(
-                "reading %s failed on %s (%s) and from blob (%s)",
-                path,
-                handle.backend,
-                provider_error or "not available",
-                describe_exception(exc),
-            )
+            line = unreadable_reason(path, reason, describe_exception(exc))
+            log.warning("%s (backend %s)", line, handle.backend)
+            if on_unreadable is not None:
+                on_unreadable(line)
             return None
-        reason_of = getattr(adapter, "last_unavailable_reason", None)
-        reason = provider_error or (reason_of(handle) if callable(reason_of) else None)
-        if data is not None and reason and on_fallback is not None:
+        if data is None:
+            if on_unreadable is not None:
+                on_unreadable(unreadable_reason(path, reason, None))
+            return None
+        if reason and on_fallback is not None:
             on_fallback(f"{path} read from blob storage because the compute node could not serve it: {reason}")
         return data
 
@@ -110,3 +118,18 @@ class ExecutionService:
 
     def _adapter(self, backend: str) -> ComputeBackend:
         return self._registry.get(backend)
+
+
+def unreadable_reason(path: str, provider: str | None, blob: str | None) -> str:
+    """One readable line: why neither the provider nor the blob copy of ``path`` could be read.
+
+    ``provider`` is why the provider could not serve it (None: it simply has
+    no such file); ``blob`` is why the blob read failed (None: no such blob).
+    Both causes are named, the provider's first, so a failing fallback never
+    masks the reason the node could not answer.
+    """
+    if provider is None and blob is None:
+        return f"{path} was not found on the backend or in blob storage"
+    first = f"the compute node could not serve it ({provider})" if provider else "it is not on the backend"
+    second = f"the blob copy could not be read ({blob})" if blob else "it is not in blob storage"
+    return f"{path} could not be read: {first}; {second}"

@@ -257,11 +257,15 @@ class PollStep:
                     cache[path] = None
             return cache[path]
 
-        return OutputAccess(
-            read=lambda path: self._deps.service.read_output(handle, path, notes.append),
-            blob_size=blob_size,
-            read_blob=read_blob,
-        )
+        unreadable: dict[str, str] = {}  # path → why neither copy could be read (both causes)
+
+        def read(path: str) -> bytes | None:
+            def remember(line: str) -> None:
+                unreadable[path] = line
+
+            return self._deps.service.read_output(handle, path, notes.append, remember)
+
+        return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)
 
     def _cleanup(self, job: Job) -> None:
         if job.handle is not None:

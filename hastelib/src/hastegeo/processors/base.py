@@ -33,13 +33,23 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
 
 
+def _no_explanation(path: str) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class OutputAccess:
-    """How a processor reads a finished job's files (paths relative to the output prefix)."""
+    """How a processor reads a finished job's files (paths relative to the output prefix).
+
+    ``unreadable(path)`` says, after ``read(path)`` returned None, why neither
+    the provider nor the blob copy could serve it (both causes, one line), or
+    None when nothing more is known than "not found".
+    """
 
     read: Callable[[str], bytes | None]
     blob_size: Callable[[str], int | None]
     read_blob: Callable[[str], bytes | None]
+    unreadable: Callable[[str], str | None] = _no_explanation
 
 
 @dataclass(frozen=True)
@@ -132,10 +142,15 @@ class Processor:
         """
         raw = access.read(self.manifest_path)
         if raw is None:
-            raise PostprocessError(f"{self.manifest_path} was not found on the backend or in blob storage")
+            raise PostprocessError(
+                access.unreadable(self.manifest_path)
+                or f"{self.manifest_path} was not found on the backend or in blob storage"
+            )
         try:
             manifest = json.loads(raw)
             files = manifest["files"]
+            if not isinstance(files, list):
+                raise TypeError("files is not a list")
         except (ValueError, KeyError, TypeError):
             raise PostprocessError(f"{self.manifest_path} is not a valid manifest") from None
         records = [
@@ -163,8 +178,12 @@ class Processor:
         return []
 
     def _verify(self, entry: dict[str, Any], access: OutputAccess, output: BlobLocation) -> OutputRecord:
-        name = f"outputs/{entry['name']}"
-        expected_size = int(entry["size"])
+        try:
+            name, expected_size, expected_sha = f"outputs/{entry['name']}", int(entry["size"]), str(entry["sha256"])
+        except (KeyError, TypeError, ValueError):
+            raise PostprocessError(
+                f"{self.manifest_path} is not a valid manifest: each file needs a name, a size and a sha256"
+            ) from None
         if expected_size <= HASH_CHECK_MAX_BYTES:
             data = access.read_blob(name)  # one read gives the size and the hash
             size = None if data is None else len(data)
@@ -174,11 +193,9 @@ class Processor:
             raise PostprocessError(f"{name} is listed in the manifest but is not in blob storage")
         if size != expected_size:
             raise PostprocessError(f"{name} is {size} bytes in blob storage; the manifest says {expected_size}")
-        if data is not None and hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        if data is not None and hashlib.sha256(data).hexdigest() != expected_sha:
             raise PostprocessError(f"{name} does not match the sha256 in the manifest")
-        return OutputRecord(
-            name=name, blob=f"{output.container}/{output.child(name)}", size=size, sha256=entry["sha256"]
-        )
+        return OutputRecord(name=name, blob=f"{output.container}/{output.child(name)}", size=size, sha256=expected_sha)
 
 
 def spec_name(job_id: str) -> str:

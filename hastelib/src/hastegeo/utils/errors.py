@@ -18,6 +18,7 @@ classes and the original is still there for logs.
 
 from __future__ import annotations
 
+import enum
 import re
 from typing import Any
 
@@ -138,6 +139,8 @@ def _code_and_message(exc: BaseException) -> tuple[str, str]:
 def _text(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, enum.Enum):  # azure-storage's StorageErrorCode: its value, not "StorageErrorCode.X"
+        return _text(value.value)
     if isinstance(value, dict):
         return _text(value.get("value") or value.get("message") or "")
     inner = getattr(value, "value", None)

@@ -49,8 +49,16 @@ _CODES: dict[str, ErrorKind] = {
         ("ServerBusy", "OperationTimedOut", "InternalError", "TooManyRequests", REQUEST_NOT_SENT, RESPONSE_LOST),
         ErrorKind.TRANSIENT,
     ),
+    # A node in transition may still answer: retried within the budget, then the node copy is unavailable.
     **dict.fromkeys(
-        ("NodeNotReady", "NodeBeingCreated", "NodeBeingStarted", "NodeBeingRebooted", "NodeBeingReimaged"),
+        (
+            "NodeNotReady",
+            "NodeStateInvalid",
+            "NodeBeingCreated",
+            "NodeBeingStarted",
+            "NodeBeingRebooted",
+            "NodeBeingReimaged",
+        ),
         ErrorKind.NODE_TRANSITION,
     ),
     **dict.fromkeys(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
@@ -78,3 +79,23 @@ class BatchSettings(Section):
         if self.auth_mode is AuthMode.SHARED_KEY and not (self.account_name and self.account_key):
             raise ValueError("BATCH_AUTH_MODE=shared_key needs BATCH_ACCOUNT_NAME and BATCH_ACCOUNT_KEY")
         return self
+
+    def limits(self, workloads: Iterable[str]) -> dict[str, str]:
+        """Workload → why Batch cannot run it with these settings (what ``submit`` would refuse)."""
+        empty = [
+            name
+            for name, value in (
+                ("BATCH_ACCOUNT_URL", self.account_url),
+                ("BATCH_IDENTITY_RESOURCE_ID", self.identity_resource_id),
+            )
+            if not value
+        ]
+        limits: dict[str, str] = {}
+        for workload in workloads:
+            if empty:
+                limits[workload] = f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty"
+            elif not self.pools.get(workload):
+                limits[workload] = "BATCH_POOLS names no pool for it"
+            elif not self.images.get(workload):
+                limits[workload] = "BATCH_IMAGES names no image for it"
+        return limits

@@ -19,10 +19,9 @@ from urllib.parse import quote
 
 from azure.batch import models  # noqa: TID251 - this package is the one place azure.batch is imported
 
-from hastegeo.compute.contract import WORKDIR_VARIABLE, ComputeJobSpec, InputFile
+from hastegeo.compute.contract import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, ComputeJobSpec, InputFile
 from hastegeo.utils.errors import TerminalBackendError
 
-LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"
 PARAMS_VARIABLE = "HASTE_PARAMS_JSON"
 FINGERPRINT_VARIABLE = "HASTE_SUBMISSION"
 FINGERPRINT_METADATA = "haste-fingerprint"

@@ -4,9 +4,11 @@ The job's working directory follows the cross-backend contract
 (:mod:`hastegeo.workflows.runtime`): Azure ML mounts each input read-only and
 the two outputs read-write on datastore paths, and the command links them
 under ``$HASTE_JOB_WORKDIR`` as ``inputs/<dest>``, ``outputs`` and ``logs``
-before it ``exec``\\ s the workload. The outputs are the spec's blob prefix
-(``<output.path>/outputs/`` and ``/logs/`` in ``output.container``), so
-post-processing reads the same blobs as on every other backend.
+before it ``exec``\\ s the workload; ``AZ_BATCH_TASK_WORKING_DIR`` names the
+same directory, as on Batch, for images that read only that name. The outputs
+are the spec's blob prefix (``<output.path>/outputs/`` and ``/logs/`` in
+``output.container``), so post-processing reads the same blobs as on every
+other backend.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from azure.ai.ml.entities import BuildContext, Environment  # noqa: TID251
 from azure.ai.ml.entities._builders.command import Command  # noqa: TID251
 
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
-from hastegeo.compute.contract import WORKDIR_VARIABLE, ComputeJobSpec
+from hastegeo.compute.contract import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, ComputeJobSpec
 from hastegeo.utils.errors import ConfigurationError
 
 # Where the workload's working directory lives inside the Azure ML container.
@@ -193,7 +195,12 @@ def build_command_job(
         command=job_command(spec),
         code=code_dir or None,
         environment=environment,
-        environment_variables={**spec.env, WORKDIR_VARIABLE: CONTAINER_WORKDIR},
+        # Both names, as on Batch: images built before HASTE_JOB_WORKDIR read only the legacy one.
+        environment_variables={
+            **spec.env,
+            WORKDIR_VARIABLE: CONTAINER_WORKDIR,
+            LEGACY_WORKDIR_VARIABLE: CONTAINER_WORKDIR,
+        },
         compute=compute,
         inputs=inputs,
         outputs=outputs,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -170,6 +170,31 @@ class AmlSettings(Section):
     @property
     def enabled(self) -> bool:
         return self.mode is not AmlMode.DISABLED
+
+    def limits(self, workloads: Iterable[str]) -> dict[str, str]:
+        """Workload → why Azure ML cannot run it with these settings (what ``submit`` would refuse).
+
+        An Environment must come from somewhere: ``AML_IMAGE`` (image source;
+        job specs name no image), a registered ``AML_ENVIRONMENT`` (registered
+        source), or ``AML_BUILD_CONTEXT`` (build_context source).
+        """
+        whole: str | None = None
+        if not self.enabled:
+            whole = "AML_MODE is Disabled"
+        elif self.environment_source is EnvironmentSource.IMAGE and not self.image:
+            whole = (
+                "no environment to run in: AML_IMAGE is empty (or set AML_ENVIRONMENT_SOURCE=registered with "
+                "AML_ENVIRONMENT, or build_context with AML_BUILD_CONTEXT)"
+            )
+        elif self.environment_source is EnvironmentSource.BUILD_CONTEXT and not self.build_context:
+            whole = "AML_ENVIRONMENT_SOURCE=build_context needs AML_BUILD_CONTEXT"
+        limits: dict[str, str] = {}
+        for workload in workloads:
+            if whole:
+                limits[workload] = whole
+            elif not self.compute.get(workload):
+                limits[workload] = "AML_COMPUTE names no compute target for it"
+        return limits
 
     def datastore_for(self, container: str) -> str:
         """The workspace datastore that points at blob ``container``."""

@@ -41,7 +41,7 @@ from hastegeo.compute.contract import (
     InputFile,
 )
 from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
-from hastegeo.utils.errors import TerminalBackendError, TransientBackendError, describe_exception
+from hastegeo.utils.errors import ConfigurationError, TerminalBackendError, TransientBackendError, describe_exception
 
 log = logging.getLogger(__name__)
 
@@ -335,6 +335,15 @@ def _fingerprint(spec: ComputeJobSpec) -> str:
 
 
 def create(context: BackendContext) -> LocalBackend:
+    """The production factory (the registry imports it lazily).
+
+    Raises:
+        ConfigurationError: inside Azure Functions, unless HASTE_LOCAL_ALLOW_IN_AZURE=true: workloads
+            would run as processes on the Functions instance itself.
+    """
+    refusal = context.settings.local_refusal()
+    if refusal:
+        raise ConfigurationError(f"The local backend refuses to start: {refusal}")
     settings = context.settings.local
     root = Path(settings.root) if settings.root else Path(tempfile.gettempdir()) / "haste-local"
     slots = settings.slots or os.cpu_count() or 1
