@@ -12,7 +12,6 @@ from hastegeo.models.ownership import (
     SOURCE_FIELDS,
     ParameterRef,
     check_parameter_names,
-    owner_lookup,
     parameter_refs,
     relative_blob,
     staged_inputs,
@@ -20,7 +19,7 @@ from hastegeo.models.ownership import (
 from hastegeo.processors import PROCESSORS
 from hastegeo.utils.errors import InvalidJobError
 
-OWNERS = owner_lookup({"own1": "p1", "theirs": "p2"})
+OWNERS = {"own1": "p1", "theirs": "p2"}.get
 
 
 def stage(project: str, *inputs: JobInput) -> list[InputFile]:

@@ -24,7 +24,7 @@ Errors:
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -198,8 +198,3 @@ def check_parameter_names(params: BaseModel, inputs: Iterable[JobInput]) -> None
             "parameters name staged inputs, never blobs",
             field=path,
         )
-
-
-def owner_lookup(projects: Mapping[str, str]) -> ProjectOf:
-    """A :data:`ProjectOf` over a fixed ``{job id: project}`` map (tests, tools)."""
-    return projects.get
