@@ -24,6 +24,7 @@ from hastegeo.auth import (
     parse_principal,
 )
 from hastegeo.config import AuthSettings
+from hastegeo.models.job import Submitter
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,11 @@ class Denied(Exception):
 def job_not_found(job_id: str) -> func.HttpResponse:
     """The one answer for a missing job and for a job the caller may not see (so existence never leaks)."""
     return problem(404, "Job not found", f"No job with id {job_id}")
+
+
+def submitter_of(principal: Principal) -> Submitter:
+    """What a job records about the caller who submitted it: who, never how they proved it."""
+    return Submitter(name=principal.name, object_id=principal.object_id or None)
 
 
 def caller(req: func.HttpRequest, settings: AuthSettings, route: str) -> Principal:

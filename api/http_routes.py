@@ -11,7 +11,7 @@ import re
 
 import azure.functions as func
 
-from api.access import Denied, caller, job_not_found, require
+from api.access import Denied, caller, job_not_found, require, submitter_of
 from api.openapi import openapi_document
 from api.problems import json_response, problem
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
@@ -79,7 +79,9 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
         # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
         require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
         enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
-        accepted = runtime.acceptor.accept(request, idempotency_key=key, enqueue=enqueue)
+        accepted = runtime.acceptor.accept(
+            request, idempotency_key=key, submitter=submitter_of(principal), enqueue=enqueue
+        )
     except Denied as denied:
         return denied.response
     except RequestRejected as exc:

@@ -31,6 +31,7 @@ def stack(tmp_path: Path) -> Iterator[LocalStack]:
         blobs = BlobServiceClient.from_connection_string(running.azurite.connection_string)
         inputs = blobs.get_container_client("haste-inputs")
         inputs.upload_blob("p1/small.txt", b"small input")
+        inputs.upload_blob("up/small.txt", b"small input of the upstream project")
         # Random bytes do not compress: zipping this takes long enough to be caught mid-run.
         inputs.upload_blob("p1/large.bin", _random_bytes(24 * 1024 * 1024))
         yield running
@@ -150,7 +151,7 @@ def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
     connection = stack.azurite.connection_string
     # A request dropped on the upstream queue becomes a job; an invalid one is kept as a rejection.
     QueueClient.from_connection_string(connection, "jobs-requests").send_message(
-        '{"workload": "artifacts", "projectId": "up", "inputs": [{"blob": "p1/small.txt"}]}'
+        '{"workload": "artifacts", "projectId": "up", "inputs": [{"blob": "up/small.txt"}]}'
     )
     QueueClient.from_connection_string(connection, "jobs-requests").send_message('{"workload": "mining"}')
     deadline = time.monotonic() + 30
@@ -171,7 +172,7 @@ def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
     from hastegeo.runtime import build_runtime
 
     runtime = build_runtime(load_settings(stack.env))
-    request = parse_request({"workload": "artifacts", "projectId": "p2", "inputs": [{"blob": "p1/small.txt"}]})
+    request = parse_request({"workload": "artifacts", "projectId": "p2", "inputs": [{"blob": "p2/small.txt"}]})
     runtime.queues.send = lambda *args, **kwargs: None  # type: ignore[method-assign]
     stranded = runtime.acceptor.accept(request).job
     runtime.store.update(stranded.id, lambda j: j.model_copy(update={"last_error": "ServerBusy: try later"}))

@@ -164,7 +164,7 @@ def test_input_names_that_escape_or_carry_a_scheme_are_refused(blob: str) -> Non
 
 @pytest.mark.usefixtures("api")
 def test_a_job_id_input_from_another_project_is_a_400_indistinguishable_from_a_missing_job() -> None:
-    status, other, _ = submit(json.dumps({**VALID, "projectId": "other"}).encode())
+    status, other, _ = submit(json.dumps({**VALID, "projectId": "other", "inputs": [{"blob": "other/a.txt"}]}).encode())
     assert status == 202
     assert other["state"] == JobState.QUEUED.value
     before = footprint()

@@ -16,7 +16,7 @@ from hastegeo.processors.base import SpecInputs, spec_name
 from hastegeo.utils.errors import InvalidJobError
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
-WHERE = SpecInputs(inputs_container="in", outputs_container="out")
+WHERE = SpecInputs(inputs_container="in", outputs_container="out", project_of={"img1": "p1"}.get)
 
 
 def request(workload: str, parameters: dict[str, Any], inputs: list[dict[str, str]] | None = None) -> JobRequest:

@@ -83,6 +83,21 @@ class OutputRecord(_Model):
     sha256: str | None = None
 
 
+class Submitter(_Model):
+    """Who asked for a job: a display name and an Entra object id, never a credential.
+
+    Taken from the authenticated caller; a follow-on keeps its parent's submitter, and a request
+    from the upstream queue (which carries no identity) names the queue.
+    """
+
+    name: str = Field(max_length=200)
+    object_id: str | None = Field(None, max_length=200)
+
+    def describe(self) -> str:
+        """``name (oid …)`` for a history line."""
+        return f"{self.name} (oid {self.object_id})" if self.object_id else self.name
+
+
 class Attempts(_Model):
     submit: int = 0
     poll: int = 0
@@ -123,6 +138,7 @@ class Job(_Model):
     history: list[StatusEvent] = Field(default_factory=list)
     history_folded: int = 0
     parent_job_id: str | None = None
+    submitted_by: Submitter | None = Field(None, description="Who submitted the job; set by the server.")
     request_fingerprint: str = ""
     idempotency_key: str | None = None
     summary: dict[str, Any] = Field(default_factory=dict, description="Figures from post-processing.")

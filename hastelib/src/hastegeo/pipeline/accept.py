@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from hastegeo.models.history import make_event
-from hastegeo.models.job import Job, JobRequest, server_owned_fields_in
+from hastegeo.models.job import Job, JobRequest, Submitter, server_owned_fields_in
+from hastegeo.models.ownership import check_parameter_names, staged_inputs
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, keyed_job_id, new_job_id
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
@@ -164,6 +165,7 @@ class JobAcceptor:
         idempotency_key: str | None = None,
         source: str = "api",
         parent: Job | None = None,
+        submitter: Submitter | None = None,
         enqueue: Callable[[JobMessage], None] | None = None,
     ) -> Accepted:
         """Store a new job (or return the one this idempotency key already created) and enqueue it.
@@ -173,9 +175,13 @@ class JobAcceptor:
         the function returns (so after the job is stored) and wakes the
         queue's listener at once, as the platform does for its own writes.
 
-        A follow-on job (``parent`` given) runs on its parent's backend and
-        links to it; its inputs are built by the server from the parent, so
-        they are not re-checked (the parent is still post-processing).
+        A follow-on job (``parent`` given) runs on its parent's backend, links
+        to it and keeps its submitter. Its inputs are checked like any others
+        (every input inside the project, docs/adr/0008), except that the
+        parent itself may still be post-processing.
+
+        ``submitter`` is who asked (from the authenticated caller, or the queue);
+        it is stored on the job and named in its first history line.
 
         Raises:
             InvalidJobError: parameters or inputs cannot run (``field`` says where).
@@ -198,9 +204,12 @@ class JobAcceptor:
         if parent is not None:
             requested = parent.backend
         backend = deps.router.resolve(requested, request.workload, job_id)
-        if parent is None:
-            self._check_inputs(request)
+        self._check_inputs(request, processor.params_model.model_validate(request.parameters), parent)
+        if parent is not None:
+            submitter = parent.submitted_by
         origin = f"accepted as a follow-on of {parent.id}" if parent is not None else f"accepted from {source}"
+        if submitter is not None:
+            origin += f", submitted by {submitter.describe()}"
 
         now = deps.clock()
         job = Job(
@@ -227,6 +236,7 @@ class JobAcceptor:
             request_fingerprint=fingerprint,
             idempotency_key=hashlib.sha256(idempotency_key.encode()).hexdigest() if idempotency_key else None,
             parent_job_id=parent.id if parent is not None else None,
+            submitted_by=submitter,
         )
         if not deps.store.create(job):  # a concurrent request with the same key won
             return self._replay(deps.store.get(job_id), fingerprint, send)
@@ -244,16 +254,39 @@ class JobAcceptor:
             send(JobMessage(job_id=existing.id, kind="submit"))
         return Accepted(job=existing, created=False)
 
-    def _check_inputs(self, request: JobRequest) -> None:
+    def _check_inputs(self, request: JobRequest, params: BaseModel, parent: Job | None) -> None:
+        """Every input inside the request's project, earlier jobs succeeded, parameters naming staged inputs.
+
+        The inputs are staged exactly as the submit step will stage them (the same function), so
+        what is admitted here is what runs. Raises InvalidJobError naming the field.
+        """
+        sources: dict[str, Job | None] = {}
+
+        def find(job_id: str) -> Job | None:
+            if job_id not in sources:
+                sources[job_id] = self._deps.store.find(job_id)
+            return sources[job_id]
+
+        def project_of(job_id: str) -> str | None:
+            found = find(job_id)
+            return None if found is None else found.project_id
+
+        where = self._deps.spec_inputs
+        staged_inputs(
+            request.project_id,
+            request.inputs,
+            inputs_container=where.inputs_container,
+            outputs_container=where.outputs_container,
+            project_of=project_of,
+        )
         for index, item in enumerate(request.inputs):
-            if item.job_id is None:
-                continue
-            field = f"inputs[{index}].jobId"
-            source = self._deps.store.find(item.job_id)
-            if source is None or source.project_id != request.project_id:
-                raise InvalidJobError(f"{field}: no job {item.job_id!r} in this project", field=field)
-            if source.state is not JobState.SUCCEEDED:
+            if item.job_id is None or (parent is not None and item.job_id == parent.id):
+                continue  # a parent is still post-processing when its follow-ons start
+            source = find(item.job_id)
+            if source is not None and source.state is not JobState.SUCCEEDED:
+                field = f"inputs[{index}].jobId"
                 raise InvalidJobError(
                     f"{field}: job {item.job_id!r} is {source.state.value}; only succeeded jobs have outputs",
                     field=field,
                 )
+        check_parameter_names(params, request.inputs)

@@ -37,7 +37,13 @@ class PipelineDeps:
         return SpecInputs(
             inputs_container=self.settings.storage.inputs_container,
             outputs_container=self.settings.storage.outputs_container,
+            project_of=self.project_of,
         )
+
+    def project_of(self, job_id: str) -> str | None:
+        """The project of job ``job_id``, or None when there is no such job."""
+        job = self.store.find(job_id)
+        return None if job is None else job.project_id
 
     def output_location(self, job_id: str) -> BlobLocation:
         return BlobLocation(container=self.settings.storage.outputs_container, path=f"jobs/{job_id}")

@@ -4,6 +4,10 @@ It is validated exactly like the HTTP body. An invalid request is kept as a
 rejection record and the message is consumed: retrying cannot fix it, and a
 poison queue full of bad requests helps no one. The queue message id is the
 idempotency key, so a redelivered message never creates a second job.
+
+A queue message carries no caller identity (whoever may write to the queue
+may submit to any project), so the submitter recorded on such a job is the
+queue itself; inputs are held to the job's project like any other request.
 """
 
 from __future__ import annotations
@@ -11,13 +15,16 @@ from __future__ import annotations
 import logging
 import re
 
+from hastegeo.models.job import Submitter
 from hastegeo.pipeline.accept import JobAcceptor, RequestRejected, decode_body, parse_request
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.store.queues import REQUESTS_QUEUE
 from hastegeo.utils.errors import BackendUnavailableError, ConflictError, InvalidJobError
 from hastegeo.utils.redaction import redact
 
 log = logging.getLogger(__name__)
 KEPT_BODY_CHARS = 4096
+QUEUE_SUBMITTER = Submitter(name=f"queue {REQUESTS_QUEUE}")
 
 
 class UpstreamStep:
@@ -29,7 +36,9 @@ class UpstreamStep:
         """Accept the request. Returns the job id, or None when the request was rejected."""
         try:
             request = parse_request(decode_body(text))
-            accepted = self._acceptor.accept(request, idempotency_key=f"queue-message:{message_id}", source="queue")
+            accepted = self._acceptor.accept(
+                request, idempotency_key=f"queue-message:{message_id}", source="queue", submitter=QUEUE_SUBMITTER
+            )
         except RequestRejected as exc:
             self._reject(message_id, str(exc), text)
             return None

@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, InputFile, Resources
 from hastegeo.models.job import Job, JobRequest, OutputRecord
+from hastegeo.models.ownership import ProjectOf, staged_inputs
 from hastegeo.utils.errors import InvalidJobError
 
 # Outputs up to this size are re-hashed against the manifest; larger ones are
@@ -65,8 +66,11 @@ class PostprocessError(Exception):
 
 @dataclass(frozen=True)
 class SpecInputs:
+    """Where inputs come from, and which project a job id belongs to (inputs stay in the job's project)."""
+
     inputs_container: str
     outputs_container: str
+    project_of: ProjectOf
 
 
 class Processor:
@@ -113,24 +117,18 @@ class Processor:
         )
 
     def stage_inputs(self, job: Job, where: SpecInputs) -> list[InputFile]:
-        staged = []
-        for item in job.inputs:
-            if item.blob is not None:
-                staged.append(
-                    InputFile(
-                        source=BlobLocation(container=where.inputs_container, path=item.blob),
-                        dest=item.dest or item.blob.rsplit("/", 1)[-1],
-                    )
-                )
-            elif item.job_id is not None:
-                staged.append(
-                    InputFile(
-                        source=BlobLocation(container=where.outputs_container, path=f"jobs/{item.job_id}/outputs"),
-                        dest=item.dest or item.job_id,
-                        is_prefix=True,
-                    )
-                )
-        return staged
+        """The job's inputs as staging instructions, every source inside the job's project.
+
+        Raises:
+            InvalidJobError: an input lies outside the project (whatever wrote the job document).
+        """
+        return staged_inputs(
+            job.project_id,
+            job.inputs,
+            inputs_container=where.inputs_container,
+            outputs_container=where.outputs_container,
+            project_of=where.project_of,
+        )
 
     # -- after -----------------------------------------------------------------
 

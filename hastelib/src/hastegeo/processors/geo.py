@@ -14,10 +14,9 @@ from pydantic import Field, field_validator
 
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, Resources
 from hastegeo.models.job import Job, JobInput, JobRequest, check_relative_path
+from hastegeo.models.ownership import InputName, InputNameOrUrl
 from hastegeo.processors.base import Params, Processor, SpecInputs
 from hastegeo.utils.errors import InvalidJobError
-
-InputName = str
 
 
 def _relative(value: str | None) -> str | None:
@@ -25,7 +24,7 @@ def _relative(value: str | None) -> str | None:
 
 
 class ImageryParams(Params):
-    sources: list[str] | None = Field(None, max_length=100, description="Files under inputs/ or https URLs.")
+    sources: list[InputNameOrUrl] | None = Field(None, max_length=100, description="Files under inputs/ or https URLs.")
     bbox: tuple[float, float, float, float] | None = Field(None, description="[minLon, minLat, maxLon, maxLat]")
     rgb_bands: tuple[int, int, int] | None = None
     preview_max_size: int = Field(1024, ge=16, le=8192)
