@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient, ExponentialRetry
+from azure.storage.blob import BlobServiceClient, LinearRetry
 from azure.storage.queue import QueueServiceClient
 
 from hastegeo.compute.context import BackendContext, utc_now
@@ -50,7 +50,7 @@ class StorageBudget:
     """
 
     connect_timeout_s: float = 2.0
-    read_timeout_s: float = 4.0
+    read_timeout_s: float = 3.0
     retries: int = 1
     backoff_s: int = 1
     listing_deadline_s: float = 10.0
@@ -59,9 +59,7 @@ class StorageBudget:
         return {
             "connection_timeout": self.connect_timeout_s,
             "read_timeout": self.read_timeout_s,
-            "retry_policy": ExponentialRetry(
-                initial_backoff=self.backoff_s, retry_total=self.retries, random_jitter_range=0
-            ),
+            "retry_policy": LinearRetry(backoff=self.backoff_s, retry_total=self.retries, random_jitter_range=0),
         }
 
 
