@@ -53,6 +53,17 @@ def _retry_later(description: str) -> dict[str, Any]:
     return {**_problem(description), "headers": _RETRY_AFTER}
 
 
+def _links(**links: tuple[str, dict[str, str]]) -> dict[str, Any]:
+    """OpenAPI links: which operation a response leads to, and where its parameters come from."""
+    return {"links": {name: {"operationId": op, "parameters": params} for name, (op, params) in links.items()}}
+
+
+# What a client does next with a job it got back (clients and the stateful fuzz follow these).
+_JOB_LINKS = _links(
+    GetJob=("getJob", {"id": "$response.body#/id"}),
+    CancelJob=("cancelJob", {"id": "$response.body#/id"}),
+)
+
 # Every route that reads or writes job storage can answer this.
 _UNAVAILABLE = {"503": _retry_later("Job storage did not answer in time; retry after Retry-After seconds")}
 
@@ -209,8 +220,11 @@ def openapi_document() -> dict[str, Any]:
                         "content": {"application/json": {"schema": {"$ref": _REF + "JobRequest"}}},
                     },
                     "responses": {
-                        "202": _json("Accepted; Location points at the job", "Job", _LOCATION),
-                        "200": _json("The job this Idempotency-Key already created", "Job", _LOCATION),
+                        "202": {**_json("Accepted; Location points at the job", "Job", _LOCATION), **_JOB_LINKS},
+                        "200": {
+                            **_json("The job this Idempotency-Key already created", "Job", _LOCATION),
+                            **_JOB_LINKS,
+                        },
                         "400": _problem("Invalid request; errors name the fields"),
                         **_AUTH_RESPONSES,
                         "409": _problem("Backend unavailable, or Idempotency-Key reused"),
@@ -260,7 +274,18 @@ def openapi_document() -> dict[str, Any]:
                         },
                     ],
                     "responses": {
-                        "200": _json("A page of job summaries, newest first", "JobPage"),
+                        "200": {
+                            **_json("A page of job summaries, newest first", "JobPage"),
+                            **_links(
+                                NextPage=(
+                                    "listJobs",
+                                    {
+                                        "projectId": "$request.query.projectId",
+                                        "continuationToken": "$response.body#/continuationToken",
+                                    },
+                                )
+                            ),
+                        },
                         "400": _problem("Bad query; errors name the parameter"),
                         **_AUTH_RESPONSES,
                         **_UNAVAILABLE,
@@ -294,12 +319,18 @@ def openapi_document() -> dict[str, Any]:
                     "operationId": "cancelJob",
                     "parameters": [_JOB_ID, _PRINCIPAL],
                     "responses": {
-                        "202": _json(
-                            "Cancellation recorded: a queued job is cancelled at once, a running one is "
-                            "cancel_requested until its provider stops. Repeating it while cancel_requested "
-                            "answers 202 again and changes nothing.",
-                            "Job",
-                        ),
+                        "202": {
+                            **_json(
+                                "Cancellation recorded: a queued job is cancelled at once, a running one is "
+                                "cancel_requested until its provider stops. Repeating it while cancel_requested "
+                                "answers 202 again and changes nothing.",
+                                "Job",
+                            ),
+                            **_links(
+                                CancelAgain=("cancelJob", {"id": "$request.path.id"}),
+                                GetJob=("getJob", {"id": "$request.path.id"}),
+                            ),
+                        },
                         **_AUTH_RESPONSES,
                         "404": _problem("No such job, or a job of a project the caller does not belong to"),
                         "409": _problem("The job already ended (succeeded, failed, cancelled) or is post-processing"),

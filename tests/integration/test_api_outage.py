@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from api.openapi import openapi_document
 from hastegeo.devhost.azurite import Azurite
 from hastegeo.runtime import API_STORAGE_BUDGET
 from tests.integration.test_api import VALID, call
@@ -90,6 +91,10 @@ def assert_503_within(bound_s: float, job_id: str, names: tuple[str, ...] = ALL_
         assert problem["status"] == 503
         assert int(response.headers["Retry-After"]) > 0
         assert took < bound_s, (name, took)
+        # ... and the document says so: this status, with this header.
+        path = "/jobs" if name in ("submit", "list") else "/jobs/{id}" + ("/cancel" if name == "cancel" else "")
+        documented = openapi_document()["paths"][path][method.lower()]["responses"]["503"]
+        assert "Retry-After" in documented["headers"]
 
 
 def test_stopped_storage_answers_503_with_retry_after_at_once(storage: Azurite) -> None:
