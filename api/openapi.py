@@ -91,6 +91,7 @@ def _job_views(schemas: dict[str, Any]) -> None:
         "properties": {k: v for k, v in job["properties"].items() if k not in ("history", "historyFolded")},
     }
     summary["properties"]["lastEvent"] = {"anyOf": [{"$ref": _REF + "StatusEvent"}, {"type": "null"}]}
+    summary["required"] = [*job["required"], "lastEvent"]
     summary["properties"].pop("readUrlsExpireAt")
     schemas["JobSummary"] = summary
 
@@ -281,6 +282,9 @@ def openapi_document() -> dict[str, Any]:
                                     "listJobs",
                                     {
                                         "projectId": "$request.query.projectId",
+                                        "state": "$request.query.state",
+                                        "pageSize": "$request.query.pageSize",
+                                        "include": "$request.query.include",
                                         "continuationToken": "$response.body#/continuationToken",
                                     },
                                 )

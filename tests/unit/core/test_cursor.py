@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 
 import pytest
 
 from hastegeo.store import cursor
 from hastegeo.store.cursor import TOKEN_MAX_CHARS, InvalidTokenError, Position
 
-KEY = b"k" * 32
+KEY_BYTES = b"k" * 32
+
+
+def the_key() -> bytes:
+    return KEY_BYTES
+
+
 HERE = cursor.scope("p1", None)
 AT = Position(1_764_000_000_123, "job-0001")
 
@@ -20,18 +27,18 @@ def _b64(data: bytes) -> str:
 
 
 def test_a_token_round_trips_to_its_position_and_names_no_blob() -> None:
-    token = cursor.encode(AT, HERE, KEY)
-    assert cursor.decode(token, HERE, KEY) == AT
+    token = cursor.encode(AT, HERE, KEY_BYTES)
+    assert cursor.decode(token, HERE, the_key) == AT
     assert len(token) <= TOKEN_MAX_CHARS
     assert not [part for part in ("index", "/", "jobs") if part in token]
 
 
 def test_the_state_filter_binds_in_any_order_and_spelling() -> None:
-    token = cursor.encode(AT, cursor.scope("p1", ["running", "queued"]), KEY)
-    assert cursor.decode(token, cursor.scope("p1", ["queued", "running", "queued"]), KEY) == AT
+    token = cursor.encode(AT, cursor.scope("p1", ["running", "queued"]), KEY_BYTES)
+    assert cursor.decode(token, cursor.scope("p1", ["queued", "running", "queued"]), the_key) == AT
 
 
-def _refused(token: str, bound_to: bytes = HERE, key: bytes = KEY) -> str:
+def _refused(token: str, bound_to: bytes = HERE, key: Callable[[], bytes] = the_key) -> str:
     with pytest.raises(InvalidTokenError) as raised:
         cursor.decode(token, bound_to, key)
     assert isinstance(raised.value, ValueError)
@@ -63,15 +70,15 @@ def test_valid_base64_of_junk_is_refused() -> None:
 
 
 def test_a_token_of_another_project_or_state_filter_is_refused() -> None:
-    token = cursor.encode(AT, HERE, KEY)
+    token = cursor.encode(AT, HERE, KEY_BYTES)
     assert "not issued for this listing" in _refused(token, cursor.scope("p2", None))
     assert "not issued for this listing" in _refused(token, cursor.scope("p1", ["running"]))
-    filtered = cursor.encode(AT, cursor.scope("p1", ["running"]), KEY)
+    filtered = cursor.encode(AT, cursor.scope("p1", ["running"]), KEY_BYTES)
     assert "not issued for this listing" in _refused(filtered, HERE)
 
 
 def test_a_token_forged_to_point_elsewhere_is_refused() -> None:
-    body, _, mac = cursor.encode(AT, HERE, KEY).partition(".")
+    body, _, mac = cursor.encode(AT, HERE, KEY_BYTES).partition(".")
     payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     for version, created_ms, job_id in (
         (payload[0], payload[1], "job-9999"),  # another job
@@ -87,8 +94,16 @@ def test_a_token_signed_with_another_key_is_refused() -> None:
     assert "not issued for this listing" in _refused(cursor.encode(AT, HERE, b"x" * 32))
 
 
+def test_the_key_is_not_asked_for_until_the_token_has_a_token_s_shape() -> None:
+    def no_key() -> bytes:
+        raise AssertionError("the key was asked for")
+
+    for token in ("\x00\x01", "%%%garbage", "A" * 20_000, "abc.def"):
+        assert _refused(token, key=no_key)
+
+
 def test_a_signed_payload_of_the_wrong_shape_is_refused() -> None:
     # Only a holder of the key could make these; the check still does not trust them.
     for payload in (b'[2,1,"a"]', b'[1,-1,"a"]', b'[1,1.5,"a"]', b'[1,1,"UPPER"]', b"{}", b"\xff"):
-        token = f"{_b64(payload)}.{_b64(cursor._mac(KEY, HERE, payload))}"
+        token = f"{_b64(payload)}.{_b64(cursor._mac(KEY_BYTES, HERE, payload))}"
         assert "this version understands" in _refused(token)

@@ -14,7 +14,9 @@ The decision, and why:
 - A token is **bounded**: anything longer than :data:`TOKEN_MAX_CHARS` or outside
   the base64url alphabet is refused before it is decoded.
 
-Pure: no I/O. The key comes from the caller (the store keeps one in the jobs container).
+Pure: no I/O. The key comes from the caller (the store keeps one in the jobs container);
+:func:`decode` asks for it only once a token has the right length and shape, so a
+malformed token is refused without any storage call.
 
 Raises :class:`InvalidTokenError` (a ``ValueError``) for every bad token, with a
 reason fit to show the client.
@@ -28,7 +30,7 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 TOKEN_MAX_CHARS = 256
@@ -66,8 +68,8 @@ def encode(position: Position, bound_to: bytes, key: bytes) -> str:
     return f"{_b64(payload)}.{_b64(_mac(key, bound_to, payload))}"
 
 
-def decode(token: str, bound_to: bytes, key: bytes) -> Position:
-    """The position ``token`` holds, if this key signed it for the listing ``bound_to`` names.
+def decode(token: str, bound_to: bytes, key: Callable[[], bytes]) -> Position:
+    """The position ``token`` holds, if ``key()`` signed it for the listing ``bound_to`` names.
 
     Raises:
         InvalidTokenError: too long, not a token's shape, or not issued for this listing.
@@ -81,7 +83,7 @@ def decode(token: str, bound_to: bytes, key: bytes) -> Position:
         payload, mac = _unb64(body), _unb64(signature)
     except (binascii.Error, ValueError):
         raise InvalidTokenError("is not a continuation token; use the token a listing returned") from None
-    if not hmac.compare_digest(mac, _mac(key, bound_to, payload)):
+    if not hmac.compare_digest(mac, _mac(key(), bound_to, payload)):
         raise InvalidTokenError(
             "was not issued for this listing (it was altered, or it belongs to another project or state filter)"
         )

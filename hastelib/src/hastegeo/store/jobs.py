@@ -11,8 +11,9 @@ then id), carried in a signed continuation token (see :mod:`hastegeo.store.curso
 for why): the store maps the position to an index blob name and lists from there
 (``start_from``), so tokens never hold storage markers or blob names. The signing
 key is a random blob in the jobs container (``keys/continuation-tokens``), created
-by the first listing; deleting it invalidates every outstanding token (clients
-then start their listing again).
+by the first listing and cached per process. Anyone who can read that container can
+read every job anyway, so the key guards nothing beyond it. Deleting it (and
+restarting the app) invalidates every outstanding token; clients then list again.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ class JobStore:
             TimeoutError: the documents could not be read within the store's read deadline.
         """
         bound_to = cursor.scope(project_id, states)
-        after = cursor.decode(continuation_token, bound_to, self._key()) if continuation_token else None
+        after = cursor.decode(continuation_token, bound_to, self._key) if continuation_token else None
         entries = self._index_after(project_id, after, batch=page_size + 1 if states is None else max(page_size, 100))
         jobs: builtins.list[Job] = []
         last: cursor.Position | None = None
