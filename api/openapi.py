@@ -236,6 +236,11 @@ def openapi_document() -> dict[str, Any]:
                 },
                 "get": {
                     "operationId": "listJobs",
+                    "description": (
+                        "Newest first. With a state filter a page may hold fewer items than pageSize while a "
+                        "continuationToken remains (each page examines a bounded number of jobs); follow the "
+                        "token until it is null."
+                    ),
                     "parameters": [
                         _PRINCIPAL,
                         {
