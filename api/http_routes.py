@@ -2,6 +2,11 @@
 
 Every route but health and the OpenAPI document finds its caller first (``api.access``)
 and asks ``hastegeo.auth`` before it reads or writes anything: see docs/adr/0007.
+
+Routes that touch storage use the runtime's API parts (``runtime.api``), whose storage
+clients have a bounded budget, and answer 503 with ``Retry-After`` when storage does not
+answer within it (``storage_guarded``). Every status code a route answers is in the
+OpenAPI document (``api.openapi``), and the fuzz suite holds them to it.
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ import azure.functions as func
 
 from api.access import Denied, caller, job_not_found, require, submitter_of
 from api.openapi import openapi_document
-from api.problems import json_response, problem
+from api.problems import json_response, problem, storage_guarded
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.config import BACKENDS
+from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
 from hastegeo.runtime import get_runtime
+from hastegeo.store.cursor import InvalidTokenError
 from hastegeo.store.queues import SUBMIT_QUEUE
 from hastegeo.store.read_urls import READ_URL_TTL, read_url
 from hastegeo.utils.errors import (
@@ -48,10 +55,12 @@ class _Direct(func.Out[str]):
 DIRECT = _Direct()
 _JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 _MAX_PAGE = 200
+_INCLUDES = frozenset({"history"})
 
 
 @bp.route(route="jobs", methods=["POST"])
 @bp.queue_output(arg_name="submit", queue_name=SUBMIT_QUEUE, connection="AzureWebJobsStorage")
+@storage_guarded
 def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.HttpResponse:
     """Accept a job. The submit message leaves through the output binding: the host sends it once
     this function has returned — after the job is stored — and wakes the submit listener at once."""
@@ -79,7 +88,7 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
         # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
         require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
         enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
-        accepted = runtime.acceptor.accept(
+        accepted = runtime.api.acceptor.accept(
             request, idempotency_key=key, submitter=submitter_of(principal), enqueue=enqueue
         )
     except Denied as denied:
@@ -97,7 +106,14 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
 
 
 @bp.route(route="jobs", methods=["GET"])
+@storage_guarded
 def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
+    """A page of a project's jobs as summaries (the last event, not the history, unless ``include=history``).
+
+    ``continuationToken`` is a signed position in the listing's sort order, bound to the
+    project and state filter (``hastegeo.store.cursor``): any other value is a 400 naming it,
+    answered before storage is read.
+    """
     runtime = get_runtime()
     project = req.params.get("projectId", "")
     try:
@@ -120,13 +136,21 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
             raise ValueError
     except ValueError:
         return problem(400, "Invalid pageSize", errors=[("pageSize", f"an integer from 1 to {_MAX_PAGE}")])
-    page = runtime.store.list(
-        project, states=states, page_size=page_size, continuation_token=req.params.get("continuationToken") or None
-    )
-    return json_response({"items": [job.api_view() for job in page.jobs], "continuationToken": page.continuation_token})
+    include = frozenset(filter(None, req.params.get("include", "").split(",")))
+    if not include <= _INCLUDES:
+        return problem(400, "Unknown include", errors=[("include", f"choose from {', '.join(sorted(_INCLUDES))}")])
+    try:
+        page = runtime.api.store.list(
+            project, states=states, page_size=page_size, continuation_token=req.params.get("continuationToken") or None
+        )
+    except InvalidTokenError as exc:
+        return problem(400, "Invalid continuationToken", errors=[("continuationToken", exc.reason)])
+    view = Job.api_view if "history" in include else Job.summary_view
+    return json_response({"items": [view(job) for job in page.jobs], "continuationToken": page.continuation_token})
 
 
 @bp.route(route="jobs/{id}", methods=["GET"])
+@storage_guarded
 def get_job(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()
     job_id = req.route_params.get("id", "")
@@ -134,7 +158,7 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
         principal = caller(req, runtime.settings.auth, "jobs/{id}")
         if not _JOB_ID.match(job_id):
             return problem(404, "Job not found")
-        job = runtime.store.get(job_id)
+        job = runtime.api.store.get(job_id)
         require(
             job_access(principal, job.project_id, "read"), principal, req, "jobs/{id}", job.project_id, job_id=job_id
         )
@@ -148,12 +172,13 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
         now = runtime.deps.clock()
         for output in view["outputs"]:
             container, _, blob = output["blob"].partition("/")
-            output["url"] = read_url(runtime.blobs, container, blob, now)
+            output["url"] = read_url(runtime.api.blobs, container, blob, now)
         view["readUrlsExpireAt"] = (now + READ_URL_TTL).isoformat()
     return json_response(view)
 
 
 @bp.route(route="jobs/{id}/cancel", methods=["POST"])
+@storage_guarded
 def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()
     job_id = req.route_params.get("id", "")
@@ -163,9 +188,9 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
         if not _JOB_ID.match(job_id):
             return problem(404, "Job not found")
         # A job's project never changes, so checking the stored job first is safe.
-        project = runtime.store.get(job_id).project_id
+        project = runtime.api.store.get(job_id).project_id
         require(job_access(principal, project, "cancel"), principal, req, route, project, job_id=job_id)
-        job = runtime.cancel.cancel(job_id)
+        job = runtime.api.cancel.cancel(job_id)
     except Denied as denied:
         return denied.response
     except JobNotFoundError:

@@ -1,4 +1,10 @@
-"""The OpenAPI 3.1 document of the HTTP API, built from the same pydantic models the API validates with."""
+"""The OpenAPI 3.1 document of the HTTP API, built from the same pydantic models the API validates with.
+
+Responses describe what the API really sends: the job schemas list the fields of
+``Job.api_view`` / ``Job.summary_view`` only (no internal bookkeeping) and forbid others, every
+status code a route can answer is listed with its headers (``Location`` on 202, ``Retry-After``
+on 429 and 503), and the fuzz suite (``tests/fuzz``) checks every answer against this document.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,9 @@ from functools import lru_cache
 from typing import Any
 
 from hastegeo import __version__
-from hastegeo.models.job import Job, JobRequest
+from hastegeo.models.job import INTERNAL_FIELDS, Job, JobRequest
 from hastegeo.models.states import JobState
+from hastegeo.store.cursor import TOKEN_MAX_CHARS
 
 _REF = "#/components/schemas/"
 
@@ -16,8 +23,77 @@ def _problem(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/problem+json": {"schema": {"$ref": _REF + "Problem"}}}}
 
 
-def _json(description: str, schema: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": _REF + schema}}}}
+def _json(description: str, schema: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": _REF + schema}}},
+    }
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+_LOCATION = {
+    "Location": {
+        "description": "The job's URL, /api/jobs/{id}",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^/api/jobs/[a-z0-9][a-z0-9-]{0,62}$"},
+    }
+}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+    }
+}
+
+
+def _retry_later(description: str) -> dict[str, Any]:
+    return {**_problem(description), "headers": _RETRY_AFTER}
+
+
+def _links(**links: tuple[str, dict[str, str]]) -> dict[str, Any]:
+    """OpenAPI links: which operation a response leads to, and where its parameters come from."""
+    return {"links": {name: {"operationId": op, "parameters": params} for name, (op, params) in links.items()}}
+
+
+# What a client does next with a job it got back (clients and the stateful fuzz follow these).
+_JOB_LINKS = _links(
+    GetJob=("getJob", {"id": "$response.body#/id"}),
+    CancelJob=("cancelJob", {"id": "$response.body#/id"}),
+)
+
+# Every route that reads or writes job storage can answer this.
+_UNAVAILABLE = {"503": _retry_later("Job storage did not answer in time; retry after Retry-After seconds")}
+
+
+def _job_views(schemas: dict[str, Any]) -> None:
+    """Make ``Job`` the response a client gets (no internal fields, nothing else) and add ``JobSummary``."""
+    job = schemas["Job"]
+    internal = {Job.model_fields[name].alias or name for name in INTERNAL_FIELDS}
+    job["properties"] = {name: value for name, value in job["properties"].items() if name not in internal}
+    job["required"] = [name for name in job.get("required", []) if name not in internal]
+    job["properties"]["readUrlsExpireAt"] = {
+        "type": "string",
+        "format": "date-time",
+        "description": "Only with readUrls=true: when the outputs' read URLs expire",
+    }
+    job["additionalProperties"] = False
+    schemas["OutputRecord"]["properties"]["url"] = {
+        "type": "string",
+        "description": "Only with readUrls=true: a read-only URL for this output, valid 15 minutes",
+    }
+    summary = {
+        **job,
+        "title": "JobSummary",
+        "description": "A job in a list: as Job, with its latest event instead of the history.",
+        "properties": {k: v for k, v in job["properties"].items() if k not in ("history", "historyFolded")},
+    }
+    summary["properties"]["lastEvent"] = {"anyOf": [{"$ref": _REF + "StatusEvent"}, {"type": "null"}]}
+    summary["required"] = [*job["required"], "lastEvent"]
+    summary["properties"].pop("readUrlsExpireAt")
+    schemas["JobSummary"] = summary
 
 
 _PRINCIPAL = {
@@ -61,6 +137,7 @@ def openapi_document() -> dict[str, Any]:
         schema = model.model_json_schema(by_alias=True, ref_template=_REF + "{model}", mode="validation")
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
+    _job_views(schemas)
     schemas["Problem"] = {
         "type": "object",
         "required": ["title", "status"],
@@ -80,9 +157,19 @@ def openapi_document() -> dict[str, Any]:
     }
     schemas["JobPage"] = {
         "type": "object",
+        "required": ["items", "continuationToken"],
+        "additionalProperties": False,
         "properties": {
-            "items": {"type": "array", "items": {"$ref": _REF + "Job"}},
-            "continuationToken": {"type": ["string", "null"]},
+            "items": {
+                "type": "array",
+                "description": "JobSummary items; whole Job items with include=history",
+                "items": {"anyOf": [{"$ref": _REF + "JobSummary"}, {"$ref": _REF + "Job"}]},
+            },
+            "continuationToken": {
+                "type": ["string", "null"],
+                "maxLength": TOKEN_MAX_CHARS,
+                "description": "Pass it back to get the next page; null when there is none",
+            },
         },
     }
     schemas["Backends"] = {
@@ -160,17 +247,26 @@ def openapi_document() -> dict[str, Any]:
                         "content": {"application/json": {"schema": {"$ref": _REF + "JobRequest"}}},
                     },
                     "responses": {
-                        "202": _json("Accepted; Location points at the job", "Job"),
-                        "200": _json("The job this Idempotency-Key already created", "Job"),
+                        "202": {**_json("Accepted; Location points at the job", "Job", _LOCATION), **_JOB_LINKS},
+                        "200": {
+                            **_json("The job this Idempotency-Key already created", "Job", _LOCATION),
+                            **_JOB_LINKS,
+                        },
                         "400": _problem("Invalid request; errors name the fields"),
                         **_AUTH_RESPONSES,
                         "409": _problem("Backend unavailable, or Idempotency-Key reused"),
                         "413": _problem("Body too large"),
-                        "429": _problem("Too many submissions on this instance; see Retry-After"),
+                        "429": _retry_later("Too many submissions on this instance; see Retry-After"),
+                        **_UNAVAILABLE,
                     },
                 },
                 "get": {
                     "operationId": "listJobs",
+                    "description": (
+                        "Newest first. With a state filter a page may hold fewer items than pageSize while a "
+                        "continuationToken remains (each page examines a bounded number of jobs); follow the "
+                        "token until it is null."
+                    ),
                     "parameters": [
                         _PRINCIPAL,
                         {
@@ -191,12 +287,43 @@ def openapi_document() -> dict[str, Any]:
                             "required": False,
                             "schema": {"type": "integer", "minimum": 1, "maximum": 200},
                         },
-                        {"name": "continuationToken", "in": "query", "required": False, "schema": {"type": "string"}},
+                        {
+                            "name": "continuationToken",
+                            "in": "query",
+                            "required": False,
+                            "description": (
+                                "The token the previous page returned, unchanged. It is opaque, signed and bound to "
+                                "projectId and state; any other value is a 400 naming continuationToken."
+                            ),
+                            "schema": {"type": "string", "maxLength": TOKEN_MAX_CHARS},
+                        },
+                        {
+                            "name": "include",
+                            "in": "query",
+                            "required": False,
+                            "description": "history: list whole jobs (as GET /jobs/{id}) instead of summaries",
+                            "schema": {"type": "string", "enum": ["history"]},
+                        },
                     ],
                     "responses": {
-                        "200": _json("A page of jobs, newest first", "JobPage"),
-                        "400": _problem("Bad query"),
+                        "200": {
+                            **_json("A page of job summaries, newest first", "JobPage"),
+                            **_links(
+                                NextPage=(
+                                    "listJobs",
+                                    {
+                                        "projectId": "$request.query.projectId",
+                                        "state": "$request.query.state",
+                                        "pageSize": "$request.query.pageSize",
+                                        "include": "$request.query.include",
+                                        "continuationToken": "$response.body#/continuationToken",
+                                    },
+                                )
+                            ),
+                        },
+                        "400": _problem("Bad query; errors name the parameter"),
                         **_AUTH_RESPONSES,
+                        **_UNAVAILABLE,
                     },
                 },
             },
@@ -218,6 +345,7 @@ def openapi_document() -> dict[str, Any]:
                         "200": _json("The job", "Job"),
                         "401": _AUTH_RESPONSES["401"],
                         "404": _problem("No such job, or a job of a project the caller does not belong to"),
+                        **_UNAVAILABLE,
                     },
                 }
             },
@@ -226,10 +354,22 @@ def openapi_document() -> dict[str, Any]:
                     "operationId": "cancelJob",
                     "parameters": [_JOB_ID, _PRINCIPAL],
                     "responses": {
-                        "202": _json("Cancellation recorded", "Job"),
+                        "202": {
+                            **_json(
+                                "Cancellation recorded: a queued job is cancelled at once, a running one is "
+                                "cancel_requested until its provider stops. Repeating it while cancel_requested "
+                                "answers 202 again and changes nothing.",
+                                "Job",
+                            ),
+                            **_links(
+                                CancelAgain=("cancelJob", {"id": "$request.path.id"}),
+                                GetJob=("getJob", {"id": "$request.path.id"}),
+                            ),
+                        },
                         **_AUTH_RESPONSES,
                         "404": _problem("No such job, or a job of a project the caller does not belong to"),
-                        "409": _problem("The job can no longer be cancelled"),
+                        "409": _problem("The job already ended (succeeded, failed, cancelled) or is post-processing"),
+                        "503": _retry_later("Storage did not answer, or the cancellation could not be recorded"),
                     },
                 }
             },

@@ -1,5 +1,11 @@
 """Every route of the OpenAPI document, fuzzed: no 5xx, every 4xx is problem+json, nothing stored when rejected.
 
+Every answer's status code must be one the document lists for that operation, with the headers
+it lists (``Location`` on 202, ``Retry-After`` on 429/503), and its body must conform to the
+response schema, which forbids fields it does not name (so no internal bookkeeping leaks).
+A stateful run follows the document's links: submit, then read and cancel the job, cancel it
+again, list and follow the continuation token.
+
 The schema is the one the running host serves (``/api/openapi.json``); schemathesis generates
 cases that fit it (positive) and cases that break it (negative), sends them to a development
 host on Azurite, and checks each answer with its own checks plus ours.
@@ -26,8 +32,10 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis.stateful import initialize
 from schemathesis import GenerationMode
 from schemathesis.checks import CheckFunction, not_a_server_error
+from schemathesis.generation.stateful.state_machine import StepInput, StepOutput
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_headers_conformance,
@@ -210,8 +218,13 @@ def test_a_valid_job_round_trip_conforms_and_stores_exactly_one_job(
         assert read.status_code == 200
         cancelled = run_case(ops["cancelJob"].Case(path_parameters={"id": job_id}), session, api_base_url, submissions)
         assert cancelled.status_code == 202
+        assert cancelled.json()["state"] == "cancelled"  # it was queued: cancelled at once
         again = run_case(ops["cancelJob"].Case(path_parameters={"id": job_id}), session, api_base_url, submissions)
-        assert again.status_code in (202, 409)
+        assert again.status_code == 409  # it has ended: nothing left to cancel, as the document says
+        full = run_case(
+            ops["listJobs"].Case(query={"projectId": "fuzz", "include": "history"}), session, api_base_url, submissions
+        )
+        assert "history" in full.json()["items"][0]
     assert submissions.created == 1
     assert_nothing_else_stored(storage, before, submissions)
 
@@ -227,3 +240,94 @@ def test_list_jobs_accepts_every_project_id_its_document_allows(
         response = run_case(operation.Case(query={"projectId": project_id}), session, api_base_url, Submissions())
     # Once the document carries the pattern, these values are documented as invalid and this passes.
     assert not documented or response.status_code == 200, (project_id, response.status_code, response.text)
+
+
+def test_listing_pages_follow_their_tokens_and_conform(
+    schema: schemathesis.BaseSchema, api_base_url: str, storage: Storage
+) -> None:
+    """Three jobs, listed one per page: each page conforms and its token leads to the next, then to none."""
+    ops = {op_id: schema.find_operation_by_id(op_id) for op_id in OPERATIONS}  # type: ignore[attr-defined]
+    submissions = Submissions()
+    before = storage.counts()
+    with requests.Session() as session:
+        created = [
+            run_case(ops["submitJob"].Case(body={**VALID, "projectId": "pages", "inputs": [{"blob": "pages/a.txt"}]}), session, api_base_url, submissions)
+            for _ in range(3)
+        ]
+        seen: list[str] = []
+        query: dict[str, str] = {"projectId": "pages", "pageSize": "1"}
+        for _ in range(4):
+            page = run_case(ops["listJobs"].Case(query=query), session, api_base_url, submissions).json()
+            seen += [item["id"] for item in page["items"]]
+            if page["continuationToken"] is None:
+                break
+            query["continuationToken"] = page["continuationToken"]
+        assert sorted(seen) == sorted(response.json()["id"] for response in created)
+        assert len(seen) == 3
+        other = run_case(
+            ops["listJobs"].Case(query={"projectId": "fuzz", "continuationToken": query["continuationToken"]}),
+            session,
+            api_base_url,
+            submissions,
+        )
+        assert other.status_code == 400  # a token of another project's listing
+    assert_nothing_else_stored(storage, before, submissions)
+
+
+def test_stateful_workflows_follow_the_links_and_conform(
+    schema: schemathesis.BaseSchema, api_base_url: str, storage: Storage
+) -> None:
+    """Random walks along the document's links (submit -> get/cancel -> cancel again; list -> next page).
+
+    Random bodies rarely make a valid job, so each walk starts from one valid submission and one
+    listing of a page of one (what the links then lead from); the rest is generated.
+    """
+    submissions = Submissions()
+    answered: dict[tuple[str, int], int] = {}
+    before = storage.counts()
+    workflow = schema.as_state_machine()
+    submit, list_jobs = (schema.find_operation_by_id(op) for op in ("submitJob", "listJobs"))  # type: ignore[attr-defined]
+    with requests.Session() as session:
+
+        class Workflow(workflow):  # type: ignore[misc,valid-type]
+            @initialize(target=workflow.bundles["POST /jobs -> 202"])
+            def a_valid_submission(self) -> StepOutput:
+                return self.seed(submit.Case(body={**VALID, "projectId": "walk", "inputs": [{"blob": "walk/a.txt"}]}))
+
+            @initialize(target=workflow.bundles["GET /jobs -> 200"])
+            def a_page_of_one(self) -> StepOutput:
+                return self.seed(list_jobs.Case(query={"projectId": "walk", "pageSize": "1"}))
+
+            def seed(self, case: FuzzCase) -> StepOutput:
+                """A first step the walk continues from, recorded as schemathesis records its own root steps."""
+                first = StepInput.initial(case)
+                self.recorder.record_case(case=case)
+                self.control.record_step(first, self.recorder)
+                return self.step(first)
+
+            def get_call_kwargs(self, case: FuzzCase) -> dict[str, Any]:
+                return {"base_url": api_base_url, "session": session, "timeout": REQUEST_TIMEOUT_S}
+
+            def after_call(self, response: schemathesis.Response, case: FuzzCase) -> None:
+                key = (case.operation.label, response.status_code)
+                answered[key] = answered.get(key, 0) + 1
+                if case.operation.label == "POST /jobs":
+                    submissions.record(response)
+
+            def validate_response(
+                self,
+                response: schemathesis.Response,
+                case: FuzzCase,
+                additional_checks: list[CheckFunction] | None = None,
+                **kwargs: Any,
+            ) -> None:
+                check_shape(case, response)
+                case.validate_response(response, checks=CHECKS)
+
+        Workflow.run(settings=settings(FUZZ_SETTINGS, max_examples=max(5, FUZZ_EXAMPLES // 2), stateful_step_count=6))
+    # Only a link from a real job reaches these: a made-up id answers 404.
+    assert ("GET /jobs/{id}", 200) in answered, answered
+    assert answered[("GET /jobs", 200)] > max(5, FUZZ_EXAMPLES // 2), answered  # next pages were followed
+    assert ("POST /jobs/{id}/cancel", 202) in answered, answered
+    assert ("POST /jobs/{id}/cancel", 409) in answered, answered
+    assert_nothing_else_stored(storage, before, submissions)

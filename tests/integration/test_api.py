@@ -242,3 +242,37 @@ def test_the_local_backend_takes_nothing_inside_azure_functions_unless_allowed(
     assert "artifacts" in listing["backends"][0]["workloads"]
     status, job, _ = call("submit_job", "POST", "/api/jobs", VALID)
     assert (status, job["backend"]) == (202, "local")
+
+
+@pytest.mark.usefixtures("api")
+def test_cancel_answers_what_the_document_says_in_every_state() -> None:
+    """202 while cancellation can still happen (and again, unchanged, while it is under way); 409 once ended."""
+    from api.openapi import openapi_document
+    from hastegeo.models.states import JobState
+
+    documented = set(openapi_document()["paths"]["/jobs/{id}/cancel"]["post"]["responses"])
+    store = get_runtime().store
+
+    def cancel(job_id: str) -> tuple[int, Any]:
+        status, body, response = call("cancel_job", "POST", f"/api/jobs/{job_id}/cancel", route_params={"id": job_id})
+        assert str(status) in documented
+        assert response.mimetype == ("application/json" if status == 202 else "application/problem+json")
+        return status, body
+
+    def submitted(state: JobState) -> str:
+        _, job, _ = call("submit_job", "POST", "/api/jobs", {**VALID, "labels": {"state": state.value}})
+        store.update(job["id"], lambda j: j.model_copy(update={"state": state}))
+        return str(job["id"])
+
+    running = submitted(JobState.RUNNING)
+    status, first = cancel(running)
+    assert (status, first["state"]) == (202, "cancel_requested")
+    status, again = cancel(running)
+    assert (status, again) == (202, first)  # idempotent: no second event
+
+    for state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.POSTPROCESSING):
+        job_id = submitted(state)
+        status, problem = cancel(job_id)
+        assert status == 409, state
+        assert state.value in problem["detail"]
+        assert store.get(job_id).state is state

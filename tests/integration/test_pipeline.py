@@ -113,10 +113,14 @@ def test_cancel_running_job(make_runtime: RuntimeFactory) -> None:
     job_id = submit(runtime, inputs=[], parameters={"sleep": 30})
     job = runtime.cancel.cancel(job_id)
     assert job.state is JobState.CANCEL_REQUESTED
+    assert runtime.cancel.cancel(job_id) == runtime.store.get(job_id)  # idempotent while being cancelled
+    assert runtime.store.get(job_id).history == job.history
     job = drive(runtime, job_id)
     assert job.state is JobState.CANCELLED
     assert job.outputs == []
-    assert runtime.cancel.cancel(job_id).state is JobState.CANCELLED  # idempotent
+    with pytest.raises(ConflictError, match="already ended"):  # an ended job has nothing left to cancel
+        runtime.cancel.cancel(job_id)
+    assert runtime.store.get(job_id) == job
 
 
 def test_cancel_queued_job_never_runs(make_runtime: RuntimeFactory) -> None:

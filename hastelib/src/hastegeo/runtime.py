@@ -11,12 +11,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient
+from azure.storage.blob import BlobServiceClient, LinearRetry
 from azure.storage.queue import QueueServiceClient
 
 from hastegeo.compute.context import BackendContext, utc_now
@@ -40,6 +40,43 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class StorageBudget:
+    """How long one storage call may take, retries included, and one listing's document reads.
+
+    The pipeline's queue steps keep the SDK's patient defaults (a redelivered message
+    would cost a dequeue); HTTP handlers use this budget, so a storage outage answers
+    503 with ``Retry-After`` in seconds instead of after minutes of SDK retries.
+    Worst case of one call: ``(retries + 1) * (connect + read) + retries * backoff``.
+    """
+
+    connect_timeout_s: float = 2.0
+    read_timeout_s: float = 3.0
+    retries: int = 1
+    backoff_s: int = 1
+    listing_deadline_s: float = 10.0
+
+    def client_options(self) -> dict[str, Any]:
+        return {
+            "connection_timeout": self.connect_timeout_s,
+            "read_timeout": self.read_timeout_s,
+            "retry_policy": LinearRetry(backoff=self.backoff_s, retry_total=self.retries, random_jitter_range=0),
+        }
+
+
+API_STORAGE_BUDGET = StorageBudget()
+
+
+@dataclass(frozen=True)
+class ApiParts:
+    """The parts HTTP handlers use: the same pipeline, over storage clients with :class:`StorageBudget`."""
+
+    blobs: BlobServiceClient
+    store: JobStore
+    acceptor: JobAcceptor
+    cancel: CancelStep
+
+
+@dataclass(frozen=True)
 class Runtime:
     settings: Settings
     blobs: BlobServiceClient
@@ -55,22 +92,27 @@ class Runtime:
     upstream: UpstreamStep
     reconcile: ReconcileStep
     submit_limiter: TokenBucket
+    api: ApiParts
 
 
-def storage_clients(settings: Settings) -> tuple[BlobServiceClient, QueueServiceClient]:
+def storage_clients(
+    settings: Settings, budget: StorageBudget | None = None
+) -> tuple[BlobServiceClient, QueueServiceClient]:
+    """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
+    options = budget.client_options() if budget is not None else {}
     if storage.connection_string:
         return (
-            BlobServiceClient.from_connection_string(storage.connection_string),
-            QueueServiceClient.from_connection_string(storage.connection_string),
+            BlobServiceClient.from_connection_string(storage.connection_string, **options),
+            QueueServiceClient.from_connection_string(storage.connection_string, **options),
         )
     from azure.identity import DefaultAzureCredential
 
     credential = DefaultAzureCredential()
     account = storage.account_name
     return (
-        BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=credential),
-        QueueServiceClient(f"https://{account}.queue.core.windows.net", credential=credential),
+        BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=credential, **options),
+        QueueServiceClient(f"https://{account}.queue.core.windows.net", credential=credential, **options),
     )
 
 
@@ -81,8 +123,12 @@ def build_runtime(
     clock: Callable[[], datetime] = utc_now,
     sleep: Callable[[float], None] = time.sleep,
     ensure_resources: bool = True,
+    api_budget: StorageBudget = API_STORAGE_BUDGET,
 ) -> Runtime:
-    """Wire the pipeline. ``factories`` overrides adapter factories by backend name (tests)."""
+    """Wire the pipeline. ``factories`` overrides adapter factories by backend name (tests).
+
+    ``api_budget`` bounds the storage calls HTTP handlers make (:attr:`Runtime.api`).
+    """
     blobs, queue_service = storage_clients(settings)
     queues = QueueSender(queue_service)
     jobs_container = blobs.get_container_client(settings.storage.jobs_container)
@@ -132,6 +178,15 @@ def build_runtime(
         clock=clock,
     )
     acceptor = JobAcceptor(deps)
+    api_blobs, api_queue_service = storage_clients(settings, api_budget)
+    api_deps = replace(
+        deps,
+        store=JobStore(
+            api_blobs.get_container_client(settings.storage.jobs_container),
+            read_deadline_s=api_budget.listing_deadline_s,
+        ),
+        queues=QueueSender(api_queue_service),
+    )
     return Runtime(
         settings=settings,
         blobs=blobs,
@@ -147,6 +202,9 @@ def build_runtime(
         upstream=UpstreamStep(deps, acceptor),
         reconcile=ReconcileStep(deps),
         submit_limiter=TokenBucket(settings.pipeline.submit_rate_per_s, settings.pipeline.submit_burst),
+        api=ApiParts(
+            blobs=api_blobs, store=api_deps.store, acceptor=JobAcceptor(api_deps), cancel=CancelStep(api_deps)
+        ),
     )
 
 

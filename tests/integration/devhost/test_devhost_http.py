@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -148,3 +150,53 @@ def test_function_keys_not_enforced_is_logged_at_start(
     caplog.set_level("INFO", logger="hastegeo.devhost")
     start_host()
     assert caplog.text.count("function keys are not enforced") == 1
+
+
+def _raw(base_url: str, request: bytes, *, read_timeout: float = 10) -> tuple[bytes, float]:
+    """Send ``request`` on a fresh loopback socket; the whole answer (until the server closes) and how long it took."""
+    host, port = base_url.removeprefix("http://").split(":")
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=read_timeout) as sock:
+        sock.sendall(request)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply, time.monotonic() - started
+
+
+def test_a_stalled_body_is_a_408_within_the_timeout_closes_and_others_are_served(
+    start_host: Callable[..., Running],
+) -> None:
+    running = start_host(body_timeout_s=1.0)
+    base = running.host.base_url
+    results: dict[str, tuple[bytes, float]] = {}
+    # Promises 100 bytes, sends 10, then waits: the server must not wait with it.
+    stalled = b"POST /api/size HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"x" * 10
+    thread = threading.Thread(target=lambda: results.setdefault("stalled", _raw(base, stalled)))
+    thread.start()
+    time.sleep(0.2)
+    # Meanwhile other requests are served at once.
+    served = time.monotonic()
+    assert call(base, "GET", "/api/hello").body == b"hello"
+    assert call(base, "POST", "/api/size", b"x" * 100).json() == {"bytes": 100}
+    assert time.monotonic() - served < 1.0
+    thread.join(timeout=10)
+    reply, took = results["stalled"]
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.split(b" ", 2)[1] == b"408", reply
+    assert b"content-type: application/problem+json" in head.lower()
+    assert b"connection: close" in head.lower()
+    assert json.loads(body)["status"] == 408
+    assert 0.9 < took < 5, took  # the timeout, then the answer; the server closed the connection (recv ended)
+
+
+def test_a_body_cut_short_by_the_client_is_a_400_not_a_truncated_request(running: Running) -> None:
+    host, port = running.host.base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"POST /api/size HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"x" * 10)
+        sock.shutdown(socket.SHUT_WR)  # the client is done sending: 10 of 100 bytes
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    assert reply.split(b" ", 2)[1] == b"400", reply
+    assert b"10 of 100 bytes" in reply

@@ -30,7 +30,7 @@ from types import FrameType
 from hastegeo.devhost.functions import DevHostError
 from hastegeo.devhost.host import DevHost
 from hastegeo.devhost.hostjson import HostJsonError
-from hastegeo.devhost.http_server import DEFAULT_MAX_BODY_BYTES
+from hastegeo.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES
 from hastegeo.devhost.queue_driver import DriverOptions
 
 
@@ -43,6 +43,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host-json", default=None, help="host.json path (default: <app-dir>/host.json if present)")
     parser.add_argument("--cors-origin", action="append", default=[], help="allowed CORS origin (repeat; '*' = any)")
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    parser.add_argument(
+        "--body-timeout-s",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_S,
+        help="longest pause while a request body arrives before the answer is 408",
+    )
     parser.add_argument("--lease-seconds", type=int, default=DriverOptions.lease_seconds)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument(
@@ -82,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
         cors_allowed_origins=args.cors_origin,
         max_body_bytes=args.max_body_bytes,
+        body_timeout_s=args.body_timeout_s,
         driver_options=DriverOptions(lease_seconds=args.lease_seconds),
         serve_http=not args.queues_only,
         run_timers=not args.queues_only,

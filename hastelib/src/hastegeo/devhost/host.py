@@ -29,7 +29,7 @@ from hastegeo.auth import PRINCIPAL_HEADER, Principal, encode_principal, parse_d
 from hastegeo.devhost.cors import CorsPolicy
 from hastegeo.devhost.functions import AppFunctions, DevHostError, FunctionRegistry, discover, load_app
 from hastegeo.devhost.hostjson import HostConfig, load_host_config
-from hastegeo.devhost.http_server import DEFAULT_MAX_BODY_BYTES, DevHttpServer
+from hastegeo.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, DevHttpServer
 from hastegeo.devhost.outputs import OutputSender
 from hastegeo.devhost.queue_driver import DriverOptions, QueueDriver
 from hastegeo.devhost.storage import QueueClients, resolve_connection
@@ -68,6 +68,7 @@ class DevHost:
         port: int = 0,
         cors_allowed_origins: Sequence[str] | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
         environ: Mapping[str, str] | None = None,
         driver_options: DriverOptions | None = None,
         serve_http: bool = True,
@@ -80,6 +81,7 @@ class DevHost:
         self._bind = (host, port)
         self._cors = CorsPolicy.from_origins(cors_allowed_origins)
         self._max_body = max_body_bytes
+        self._body_timeout_s = body_timeout_s
         self._environ = environ if environ is not None else os.environ
         self._driver_options = driver_options or DriverOptions()
         self._serve_http = serve_http
@@ -118,6 +120,7 @@ class DevHost:
                 port=self._bind[1],
                 cors=self._cors,
                 max_body_bytes=self._max_body,
+                body_timeout_s=self._body_timeout_s,
                 outputs=outputs,
                 default_headers=(
                     {PRINCIPAL_HEADER: encode_principal(self.dev_principal)} if self.dev_principal is not None else {}

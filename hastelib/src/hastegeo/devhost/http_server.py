@@ -5,8 +5,11 @@ it an ``azure.functions.HttpRequest`` and writes back its ``HttpResponse``.
 This server does the same with ``http.server.ThreadingHTTPServer`` (one
 thread per connection), plus what the platform adds around function code:
 CORS (see ``cors``), a request-size limit (413 before the function runs),
-and RFC 9457 problem+json bodies for 404/405/413/500 that never carry a
-traceback. Function keys are not checked, as with Core Tools locally.
+a body read timeout (408 when a client sends fewer bytes than its
+``Content-Length`` and then stalls, so a stalled client holds its own
+connection thread for seconds, not forever), and RFC 9457 problem+json
+bodies for 400/404/405/408/413/500 that never carry a traceback.
+Function keys are not checked, as with Core Tools locally.
 ``default_headers`` are added to each request that lacks them (the host uses
 this to stand in for App Service authentication's ``X-MS-CLIENT-PRINCIPAL``).
 """
@@ -33,6 +36,8 @@ from hastegeo.devhost.routes import MethodNotAllowed, RouteTable
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY_BYTES = 100 * 1024 * 1024  # the Functions host's default request limit
+# Longest wait for the next bytes of a request body; a client silent that long gets a 408.
+DEFAULT_BODY_TIMEOUT_S = 5.0
 PROBLEM_JSON = "application/problem+json"
 _FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "connection"})
 
@@ -42,6 +47,10 @@ class _BodyTooLarge(Exception):
 
 
 class _BadRequest(Exception):
+    pass
+
+
+class _BodyTimeout(Exception):
     pass
 
 
@@ -112,12 +121,15 @@ class DevHttpServer:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         outputs: OutputSender | None = None,
         default_headers: Mapping[str, str] | None = None,
+        body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     ) -> None:
+        """``body_timeout_s``: how long a request body may pause between reads before the answer is a 408."""
         self._routes: RouteTable[HttpFunction] = RouteTable(route_prefix)
         for function in functions:
             self._routes.add(function.route, function.methods, function)
         self._cors = cors or CorsPolicy()
         self._max_body = max_body_bytes
+        self._body_timeout_s = body_timeout_s
         self._outputs = outputs
         self._default_headers = dict(default_headers or {})
         self._address = (host, port)
@@ -196,6 +208,10 @@ class DevHttpServer:
         except _BadRequest as exc:
             request.close_connection = True
             return problem(400, str(exc))
+        except _BodyTimeout:
+            # The rest of the body may still arrive: this connection cannot carry another request.
+            request.close_connection = True
+            return problem(408, f"The request body stopped arriving for {self._body_timeout_s:g} s.")
         function = resolved.target
         host = request.headers.get("Host") or self.base_url.removeprefix("http://")
         sent = {k: ", ".join(request.headers.get_all(k) or []) for k in set(request.headers.keys())}
@@ -221,6 +237,20 @@ class DevHttpServer:
         return wire
 
     def _read_body(self, request: _Handler) -> bytes:
+        """The request body, read with a per-read socket timeout (the connection is blocking otherwise).
+
+        Raises:
+            _BodyTooLarge, _BadRequest (invalid framing, or the body ended early), _BodyTimeout.
+        """
+        request.connection.settimeout(self._body_timeout_s)
+        try:
+            return self._read_framed(request)
+        except TimeoutError:
+            raise _BodyTimeout from None
+        finally:
+            request.connection.settimeout(None)
+
+    def _read_framed(self, request: _Handler) -> bytes:
         if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
             return self._read_chunked(request)
         length_text = request.headers.get("Content-Length")
@@ -234,7 +264,10 @@ class DevHttpServer:
             raise _BadRequest("Invalid Content-Length.")
         if length > self._max_body:
             raise _BodyTooLarge
-        return request.rfile.read(length)
+        body = request.rfile.read(length)
+        if len(body) < length:
+            raise _BadRequest(f"The body ended after {len(body)} of {length} bytes (Content-Length).")
+        return body
 
     def _read_chunked(self, request: _Handler) -> bytes:
         chunks: list[bytes] = []

@@ -151,6 +151,13 @@ class Job(_Model):
             exclude={"request_fingerprint", "poll_seq", "detail", "idempotency_key", "progress_offset"},
         )
 
+    def summary_view(self) -> dict[str, Any]:
+        """A list item: :meth:`api_view` with the latest event in place of the history (lists stay small)."""
+        view = self.api_view()
+        del view["history"], view["historyFolded"]
+        view["lastEvent"] = self.history[-1].model_dump(mode="json", by_alias=True) if self.history else None
+        return view
+
 
 def _aliases(model: type[BaseModel]) -> set[str]:
     names = set()

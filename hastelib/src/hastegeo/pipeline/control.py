@@ -20,17 +20,19 @@ class CancelStep:
     def cancel(self, job_id: str) -> Job:
         """Request cancellation. A queued job ends at once; a running one when its provider stops.
 
-        Cancelling a job that already ended, or is already being cancelled, changes nothing.
+        Cancelling a job already being cancelled changes nothing (a repeated request is harmless).
 
         Raises:
             JobNotFoundError
-            ConflictError: the job is post-processing (its work is done).
+            ConflictError: the job already ended, or is post-processing (its work is done).
         """
         deps = self._deps
 
         def change(job: Job) -> Job | None:
-            if job.state.terminal or job.state is JobState.CANCEL_REQUESTED:
+            if job.state is JobState.CANCEL_REQUESTED:
                 return None
+            if job.state.terminal:
+                raise ConflictError(f"Job {job.id} already ended ({job.state.value}); there is nothing to cancel")
             if job.state not in CANCELLABLE:
                 raise ConflictError(f"Job {job.id} is {job.state.value} and can no longer be cancelled")
             if job.state is JobState.QUEUED:

@@ -5,17 +5,30 @@ got there first (HTTP 412) the change function runs again on the fresh
 document, so concurrent appends never lose an event. A per-project index
 blob, written once when the job is created, lets the API list a project's
 jobs newest first without scanning every document.
+
+Listing pages continue from a *position* in the API's sort order (creation time,
+then id), carried in a signed continuation token (see :mod:`hastegeo.store.cursor`
+for why): the store maps the position to an index blob name and lists from there
+(``start_from``), so tokens never hold storage markers or blob names. The signing
+key is a random blob in the jobs container (``keys/continuation-tokens``), created
+by the first listing and cached per process. Anyone who can read that container can
+read every job anyway, so the key guards nothing beyond it. Deleting it (and
+restarting the app) invalidates every outstanding token; clients then list again.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import logging
-from collections.abc import Callable
+import secrets
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -23,6 +36,7 @@ from azure.storage.blob import ContainerClient, ContentSettings
 
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
+from hastegeo.store import cursor
 from hastegeo.utils.errors import ConflictError, JobNotFoundError
 
 log = logging.getLogger(__name__)
@@ -30,6 +44,10 @@ log = logging.getLogger(__name__)
 _JSON = ContentSettings(content_type="application/json")
 # Far-future constant so that index names sort newest first.
 _EPOCH_MAX_MS = 10**13
+_TOKEN_KEY_BLOB = "keys/continuation-tokens"  # noqa: S105 - a blob name, not a secret
+# A filtered listing examines at most this many index entries per page, then hands
+# back a token, so a rare state never makes one request read the whole project.
+SCAN_LIMIT = 1000
 
 
 Versioned = tuple[Job, str]  # a job and the ETag it was read or written with
@@ -52,10 +70,16 @@ class JobPage:
 
 
 class JobStore:
-    def __init__(self, container: ContainerClient, *, max_attempts: int = 20) -> None:
+    def __init__(
+        self, container: ContainerClient, *, max_attempts: int = 20, read_deadline_s: float | None = None
+    ) -> None:
+        """``read_deadline_s`` bounds the parallel document reads of one listing (TimeoutError past it)."""
         self._container = container
         self._max_attempts = max_attempts
+        self._read_deadline_s = read_deadline_s
         self._lister = ThreadPoolExecutor(max_workers=8, thread_name_prefix="job-list")
+        self._token_key: bytes | None = None
+        self._token_key_lock = threading.Lock()
 
     @staticmethod
     def document_name(job_id: str) -> str:
@@ -150,18 +174,60 @@ class JobStore:
     ) -> JobPage:
         """One page of a project's jobs, newest first, optionally filtered by state.
 
-        A state filter is applied to each page of the index, so a page can hold
-        fewer than ``page_size`` jobs while a continuation token remains.
+        Without a filter a page is full unless the listing ended. With one, at most
+        :data:`SCAN_LIMIT` index entries are examined per page, so a page may be short
+        while a continuation token remains. The token is returned only if more
+        entries follow.
+
+        Raises:
+            cursor.InvalidTokenError: the token was not issued for this project and filter.
+            TimeoutError: the documents could not be read within the store's read deadline.
         """
-        pages = self._container.list_blobs(name_starts_with=f"index/{project_id}/", results_per_page=page_size).by_page(
-            continuation_token=continuation_token
-        )
-        names = [blob.name for blob in next(pages, [])]
-        token = pages.continuation_token  # type: ignore[attr-defined]
-        ids = [name.rsplit("-", 1)[-1] for name in (n.rsplit("/", 1)[-1] for n in names)]
-        found = list(self._lister.map(self.find, ids))
-        jobs = [job for job in found if job is not None and (states is None or job.state in states)]
-        return JobPage(jobs=jobs, continuation_token=token or None)
+        bound_to = cursor.scope(project_id, states)
+        after = cursor.decode(continuation_token, bound_to, self._key) if continuation_token else None
+        entries = self._index_after(project_id, after, batch=page_size + 1 if states is None else max(page_size, 100))
+        jobs: builtins.list[Job] = []
+        last: cursor.Position | None = None
+        examined, more = 0, False
+        while len(jobs) < page_size and examined < SCAN_LIMIT and not more:
+            wanted = page_size - len(jobs) if states is None else max(page_size - len(jobs), 50)
+            batch = builtins.list(islice(entries, min(wanted, SCAN_LIMIT - examined)))
+            if not batch:
+                break
+            found = self._lister.map(self.find, [position.job_id for position in batch], timeout=self._read_deadline_s)
+            for position, job in zip(batch, found, strict=True):
+                if len(jobs) == page_size:
+                    more = True  # the rest of this batch comes first on the next page
+                    break
+                examined, last = examined + 1, position
+                if job is not None and (states is None or job.state in states):
+                    jobs.append(job)
+        else:
+            more = more or (last is not None and next(entries, None) is not None)
+        token = cursor.encode(last, bound_to, self._key()) if more and last is not None else None
+        return JobPage(jobs=jobs, continuation_token=token)
+
+    def _index_after(self, project_id: str, after: cursor.Position | None, *, batch: int) -> Iterator[cursor.Position]:
+        """Index entries of a project strictly after ``after``, in listing order (lazily, page by page)."""
+        prefix = f"index/{project_id}/"
+        start = None if after is None else f"{prefix}{_EPOCH_MAX_MS - after.created_ms:013d}-{after.job_id}"
+        for blob in self._container.list_blobs(
+            name_starts_with=prefix, start_from=start, results_per_page=min(batch + (start is not None), 5000)
+        ):
+            inverted, _, job_id = str(blob.name).removeprefix(prefix).partition("-")
+            if start is not None and blob.name <= start:
+                continue  # start_from is inclusive
+            yield cursor.Position(_EPOCH_MAX_MS - int(inverted), job_id)
+
+    def _key(self) -> bytes:
+        """The key that signs continuation tokens: one per jobs container, made by whoever lists first."""
+        with self._token_key_lock:
+            if self._token_key is None:
+                # If another instance made it first, theirs is the key.
+                with contextlib.suppress(ResourceExistsError):
+                    self._container.upload_blob(_TOKEN_KEY_BLOB, secrets.token_bytes(32), overwrite=False)
+                self._token_key = self._container.download_blob(_TOKEN_KEY_BLOB).readall()
+            return self._token_key
 
     def unfinished(self) -> builtins.list[Unfinished]:
         """Every job not yet in a terminal state, from blob metadata (one listing, no document reads).

@@ -1,0 +1,121 @@
+"""A storage outage answers 503 problem+json with Retry-After within seconds, on every route that needs storage.
+
+The API runs on its own Azurite, which is then stopped (connections refused) and replaced by a
+listener that accepts connections and never answers (every read times out): the two ways
+storage goes away. The handlers use the runtime's default API storage budget, as deployed.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from api.openapi import openapi_document
+from hastegeo.devhost.azurite import Azurite
+from hastegeo.runtime import API_STORAGE_BUDGET
+from tests.integration.test_api import VALID, call
+
+pytestmark = [pytest.mark.azurite, pytest.mark.slow]
+
+# One storage call, retries included, when storage never answers: what the budget allows, plus slack.
+SILENT_BOUND_S = (API_STORAGE_BUDGET.retries + 1) * (
+    API_STORAGE_BUDGET.connect_timeout_s + API_STORAGE_BUDGET.read_timeout_s
+) + API_STORAGE_BUDGET.retries * API_STORAGE_BUDGET.backoff_s
+REFUSED_BOUND_S = 3.0
+
+
+class Silent:
+    """A TCP listener on 127.0.0.1 that accepts connections, reads whatever comes, and never answers."""
+
+    def __init__(self, port: int) -> None:
+        self._sock = socket.create_server(("127.0.0.1", port), reuse_port=False)
+        self._open: list[socket.socket] = []
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        self._sock.settimeout(0.1)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._open.append(conn)
+
+    def close(self) -> None:
+        self._stop.set()
+        for conn in self._open:
+            conn.close()
+        self._sock.close()
+
+
+@pytest.fixture
+def storage(api_settings: Callable[..., None]) -> Iterator[Azurite]:
+    """An Azurite of this test's own; the API's runtime is built on it while it runs."""
+    emulator = Azurite(in_memory=True).start()
+    try:
+        api_settings(AzureWebJobsStorage=emulator.connection_string)
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+def routes(job_id: str) -> dict[str, tuple[str, str, str, dict[str, Any]]]:
+    return {
+        "submit": ("submit_job", "POST", "/api/jobs", {"body": {**VALID, "labels": {"outage": "yes"}}}),
+        "list": ("list_jobs", "GET", "/api/jobs", {"params": {"projectId": "p1"}}),
+        "get": ("get_job", "GET", f"/api/jobs/{job_id}", {"route_params": {"id": job_id}}),
+        "cancel": ("cancel_job", "POST", f"/api/jobs/{job_id}/cancel", {"route_params": {"id": job_id}}),
+    }
+
+
+ALL_ROUTES = ("submit", "list", "get", "cancel")
+
+
+def assert_503_within(bound_s: float, job_id: str, names: tuple[str, ...] = ALL_ROUTES) -> None:
+    for name in names:
+        function, method, url, kwargs = routes(job_id)[name]
+        started = time.monotonic()
+        status, problem, response = call(function, method, url, **kwargs)
+        took = time.monotonic() - started
+        assert status == 503, (name, status, problem)
+        assert response.mimetype == "application/problem+json"
+        assert problem["status"] == 503
+        assert int(response.headers["Retry-After"]) > 0
+        assert took < bound_s, (name, took)
+        # ... and the document says so: this status, with this header.
+        path = "/jobs" if name in ("submit", "list") else "/jobs/{id}" + ("/cancel" if name == "cancel" else "")
+        documented = openapi_document()["paths"][path][method.lower()]["responses"]["503"]
+        assert "Retry-After" in documented["headers"]
+
+
+def test_stopped_storage_answers_503_with_retry_after_at_once(storage: Azurite) -> None:
+    status, job, _ = call("submit_job", "POST", "/api/jobs", VALID)
+    assert status == 202
+    storage.stop()
+    assert_503_within(REFUSED_BOUND_S, job["id"])
+
+
+def test_storage_that_never_answers_costs_a_request_its_budget_not_minutes(storage: Azurite) -> None:
+    status, job, _ = call("submit_job", "POST", "/api/jobs", VALID)
+    assert status == 202
+    blob_port = urlsplit(storage.blob_url).port
+    queue_port = urlsplit(storage.queue_url).port
+    assert blob_port is not None
+    assert queue_port is not None
+    storage.stop()
+    silent = [Silent(blob_port), Silent(queue_port)]
+    try:
+        # A write and a listing (each route's calls go through the same budgeted clients).
+        assert_503_within(SILENT_BOUND_S + 2, job["id"], ("submit", "list"))
+    finally:
+        for listener in silent:
+            listener.close()
