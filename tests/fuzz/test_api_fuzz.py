@@ -242,6 +242,9 @@ def test_list_jobs_accepts_every_project_id_its_document_allows(
     assert not documented or response.status_code == 200, (project_id, response.status_code, response.text)
 
 
+PAGES_JOB: dict[str, Any] = {**VALID, "projectId": "pages", "inputs": [{"blob": "pages/a.txt"}]}
+
+
 def test_listing_pages_follow_their_tokens_and_conform(
     schema: schemathesis.BaseSchema, api_base_url: str, storage: Storage
 ) -> None:
@@ -251,8 +254,7 @@ def test_listing_pages_follow_their_tokens_and_conform(
     before = storage.counts()
     with requests.Session() as session:
         created = [
-            run_case(ops["submitJob"].Case(body={**VALID, "projectId": "pages", "inputs": [{"blob": "pages/a.txt"}]}), session, api_base_url, submissions)
-            for _ in range(3)
+            run_case(ops["submitJob"].Case(body=PAGES_JOB), session, api_base_url, submissions) for _ in range(3)
         ]
         seen: list[str] = []
         query: dict[str, str] = {"projectId": "pages", "pageSize": "1"}
