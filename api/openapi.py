@@ -8,6 +8,7 @@ from typing import Any
 from hastegeo import __version__
 from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
+from hastegeo.processors import PROCESSORS
 
 _REF = "#/components/schemas/"
 
@@ -54,6 +55,28 @@ _JOB_ID = {
 }
 
 
+def _parameter_schemas(schemas: dict[str, Any]) -> None:
+    """Each workload's ``parameters`` schema (bounds, descriptions, an example), tied to ``workload`` in JobRequest.
+
+    Built from the model the processor validates with, which is also the
+    model the workload reads on compute; ``if``/``then`` (JSON Schema
+    2020-12, which OpenAPI 3.1 uses) applies the one matching ``workload``.
+    """
+    rules = []
+    for workload, processor in PROCESSORS.items():
+        name = f"{workload.capitalize()}Parameters"
+        schema = processor.params_model.model_json_schema(by_alias=True, ref_template=_REF + "{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[name] = {**schema, "title": name}
+        rules.append(
+            {
+                "if": {"properties": {"workload": {"const": workload}}, "required": ["workload"]},
+                "then": {"properties": {"parameters": {"$ref": _REF + name}}},
+            }
+        )
+    schemas["JobRequest"]["allOf"] = rules
+
+
 @lru_cache(maxsize=1)
 def openapi_document() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
@@ -61,6 +84,7 @@ def openapi_document() -> dict[str, Any]:
         schema = model.model_json_schema(by_alias=True, ref_template=_REF + "{model}", mode="validation")
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
+    _parameter_schemas(schemas)
     schemas["Problem"] = {
         "type": "object",
         "required": ["title", "status"],

@@ -41,11 +41,18 @@ NAME_MAX = 1024
 URL_MAX = 2048
 # Whitespace and control characters: never part of a URL or a host name.
 _FORBIDDEN = re.compile(r"[\s\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be blank")
+    return value
+
+
+def _text(value: str) -> str:
+    if _CONTROL.search(_not_blank(value)):
+        raise ValueError("must not contain control characters")
     return value
 
 
@@ -72,7 +79,7 @@ InputName = Annotated[
     Field(min_length=1, max_length=NAME_MAX, description="A path under inputs/ (no '..', '.', '//', leading '/')."),
     AfterValidator(_input_name),
 ]
-Text = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_not_blank)]
+Text = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_text)]
 Source = Annotated[str, Field(min_length=1, max_length=URL_MAX), AfterValidator(_source)]
 Host = Annotated[str, Field(min_length=1, max_length=253), AfterValidator(_host)]
 Band = Annotated[int, Field(ge=1, le=BAND_MAX)]
@@ -87,7 +94,10 @@ class Params(BaseModel):
     strips ``runInference``.
     """
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, strict=True, allow_inf_nan=False)
+    # defer_build: a workload builds only its own validator, not all five, when it starts.
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, strict=True, allow_inf_nan=False, defer_build=True
+    )
 
 
 def known_keys(model: type[Params]) -> frozenset[str]:
