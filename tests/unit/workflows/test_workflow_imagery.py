@@ -170,7 +170,7 @@ def test_bad_parameters_fail_readably(scene: SampleScene, run_workload: RunJob) 
     assert "parameter 'bbox': List should have at least 4 items" in job.stderr
     job = run_workload("imagery", {}, {"sources": ["../../etc/passwd"]}, name="escape")
     assert job.code == 2
-    assert "parameter 'sources.0': must be a relative path without '..'" in job.stderr
+    assert "parameter 'sources[0]': must be a relative path without '..'" in job.stderr
     assert not job.has_manifest("imagery")
 
 

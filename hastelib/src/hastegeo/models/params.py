@@ -105,14 +105,22 @@ def known_keys(model: type[Params]) -> frozenset[str]:
     return frozenset(field.alias or name for name, field in model.model_fields.items())
 
 
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """``("inputs", 0, "blob")`` -> ``inputs[0].blob``: how every 400 and workload error names a field."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
 def first_error(exc: ValidationError) -> tuple[str, str]:
-    """The dotted path (``rgbBands.0``) and a readable message of the first problem, without the input value.
+    """The path (``rgbBands[0]``) and a readable message of the first problem, without the input value.
 
     Both sides word their errors with this, so the API's 400 and the
     workload's last log line say the same thing.
     """
     error = exc.errors(include_url=False, include_input=False, include_context=False)[0]
-    path = ".".join(str(part) for part in error["loc"])
+    path = field_path(error["loc"])
     message = str(error["msg"]).removeprefix("Value error, ")
     return path, message
 
