@@ -53,7 +53,7 @@ class _Direct(func.Out[str]):
 
 
 DIRECT = _Direct()
-_JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+_JOB_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # fullmatch: '$' would let "id\n" through
 _MAX_PAGE = 200
 _INCLUDES = frozenset({"history"})
 
@@ -118,7 +118,7 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
     project = req.params.get("projectId", "")
     try:
         principal = caller(req, runtime.settings.auth, "jobs")
-        if not _JOB_ID.match(project):
+        if not _JOB_ID.fullmatch(project):
             return problem(400, "projectId is required", errors=[("projectId", "a project id is required")])
         require(can_read(principal, project), principal, req, "jobs", project)
     except Denied as denied:
@@ -156,7 +156,7 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
     job_id = req.route_params.get("id", "")
     try:
         principal = caller(req, runtime.settings.auth, "jobs/{id}")
-        if not _JOB_ID.match(job_id):
+        if not _JOB_ID.fullmatch(job_id):
             return problem(404, "Job not found")
         job = runtime.api.store.get(job_id)
         require(
@@ -185,7 +185,7 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
     route = "jobs/{id}/cancel"
     try:
         principal = caller(req, runtime.settings.auth, route)
-        if not _JOB_ID.match(job_id):
+        if not _JOB_ID.fullmatch(job_id):
             return problem(404, "Job not found")
         # A job's project never changes, so checking the stored job first is safe.
         project = runtime.api.store.get(job_id).project_id

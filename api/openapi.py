@@ -14,6 +14,7 @@ from typing import Any
 from hastegeo import __version__
 from hastegeo.models.job import INTERNAL_FIELDS, Job, JobRequest
 from hastegeo.models.states import JobState
+from hastegeo.processors import PROCESSORS
 from hastegeo.store.cursor import TOKEN_MAX_CHARS
 
 _REF = "#/components/schemas/"
@@ -130,6 +131,28 @@ _JOB_ID = {
 }
 
 
+def _parameter_schemas(schemas: dict[str, Any]) -> None:
+    """Each workload's ``parameters`` schema (bounds, descriptions, an example), tied to ``workload`` in JobRequest.
+
+    Built from the model the processor validates with, which is also the
+    model the workload reads on compute; ``if``/``then`` (JSON Schema
+    2020-12, which OpenAPI 3.1 uses) applies the one matching ``workload``.
+    """
+    rules = []
+    for workload, processor in PROCESSORS.items():
+        name = f"{workload.capitalize()}Parameters"
+        schema = processor.params_model.model_json_schema(by_alias=True, ref_template=_REF + "{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[name] = {**schema, "title": name}
+        rules.append(
+            {
+                "if": {"properties": {"workload": {"const": workload}}, "required": ["workload"]},
+                "then": {"properties": {"parameters": {"$ref": _REF + name}}},
+            }
+        )
+    schemas["JobRequest"]["allOf"] = rules
+
+
 @lru_cache(maxsize=1)
 def openapi_document() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
@@ -138,6 +161,7 @@ def openapi_document() -> dict[str, Any]:
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
     _job_views(schemas)
+    _parameter_schemas(schemas)
     schemas["Problem"] = {
         "type": "object",
         "required": ["title", "status"],

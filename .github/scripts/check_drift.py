@@ -295,10 +295,11 @@ class BicepFile:
     objects: dict[str, dict[str, tuple[str, int]]] = field(default_factory=dict)
 
 
-_PARAM = re.compile(r"^param\s+(\w+)\s+([\w\[\]]+)(?:\s*=\s*(.+))?$")
-_VAR = re.compile(r"^var\s+(\w+)\s*=\s*(.+)$")
-_OBJECT_START = re.compile(r"^var\s+(\w+)\s*=\s*\{\s*$")
-_ENTRY = re.compile(r"^(?:'([^']+)'|([A-Za-z_]\w*))\s*:\s*(.+)$")
+# Whole-line patterns, used with fullmatch ('$' would also match before a trailing newline).
+_PARAM = re.compile(r"param\s+(\w+)\s+([\w\[\]]+)(?:\s*=\s*(.+))?")
+_VAR = re.compile(r"var\s+(\w+)\s*=\s*(.+)")
+_OBJECT_START = re.compile(r"var\s+(\w+)\s*=\s*\{\s*")
+_ENTRY = re.compile(r"(?:'([^']+)'|([A-Za-z_]\w*))\s*:\s*(.+)")
 
 
 def strip_comment(line: str) -> str:
@@ -339,7 +340,7 @@ def parse_bicep(text: str, path: str) -> BicepFile:
             if line == "}":
                 current_object = None
                 continue
-            entry = _ENTRY.match(line)
+            entry = _ENTRY.fullmatch(line)
             if not entry:
                 raise DriftSourceError(f"{path}:{number}: expected one 'NAME: expression' per line, got {line!r}")
             key = entry.group(1) or entry.group(2)
@@ -350,7 +351,7 @@ def parse_bicep(text: str, path: str) -> BicepFile:
         if line.startswith("@") or (decorators and not line.startswith(("param ", "var ", "output ", "resource "))):
             decorators.append(line)
             continue
-        match = _PARAM.match(line)
+        match = _PARAM.fullmatch(line)
         if match:
             joined = " ".join(decorators)
             allowed_match = re.search(r"@allowed\(\[(.*?)\]\)", joined)
@@ -372,12 +373,12 @@ def parse_bicep(text: str, path: str) -> BicepFile:
             decorators = []
             continue
         decorators = []
-        start = _OBJECT_START.match(line)
+        start = _OBJECT_START.fullmatch(line)
         if start:
             current_object = start.group(1)
             result.objects[current_object] = {}
             continue
-        match = _VAR.match(line)
+        match = _VAR.fullmatch(line)
         if match:
             result.variables[match.group(1)] = match.group(2).strip()
     return result
@@ -392,7 +393,7 @@ def _literal(token: str) -> Any:
 
 
 _READ_ENV = re.compile(
-    r"^param\s+(\w+)\s*=\s*readEnvironmentVariable\(\s*'([^']+)'\s*(?:,\s*'((?:[^'\\]|\\.)*)'\s*)?\)\s*$"
+    r"param\s+(\w+)\s*=\s*readEnvironmentVariable\(\s*'([^']+)'\s*(?:,\s*'((?:[^'\\]|\\.)*)'\s*)?\)\s*"
 )
 
 
@@ -411,7 +412,7 @@ def parse_bicepparam(text: str, path: str) -> dict[str, EnvParam]:
         line = strip_comment(raw).strip()
         if not line.startswith("param "):
             continue
-        match = _READ_ENV.match(line)
+        match = _READ_ENV.fullmatch(line)
         if not match:
             raise DriftSourceError(
                 f"{path}:{number}: every parameter must come from readEnvironmentVariable('NAME', 'default')"
@@ -751,7 +752,7 @@ def outcomes(bicep: BicepFile, expressions: Iterable[str], limit: int = 4096) ->
 # ------------------------------------------------------------------ workflow
 
 
-_WORKFLOW_VALUE = re.compile(r"^\$\{\{\s*(vars|secrets)\.([A-Za-z_]\w*)\s*(?:\|\|\s*'((?:[^']|'')*)'\s*)?\}\}$")
+_WORKFLOW_VALUE = re.compile(r"\$\{\{\s*(vars|secrets)\.([A-Za-z_]\w*)\s*(?:\|\|\s*'((?:[^']|'')*)'\s*)?\}\}")
 
 
 @dataclass(frozen=True)
@@ -785,7 +786,7 @@ def workflow_env(text: str) -> dict[str, WorkflowVar]:
             continue
         for key, value in block.items():
             name = str(key)
-            match = _WORKFLOW_VALUE.match(str(value).strip())
+            match = _WORKFLOW_VALUE.fullmatch(str(value).strip())
             if match:
                 source, source_name, default = match.groups()
                 found[name] = WorkflowVar(name, source, source_name, (default or "").replace("''", "'"), where)

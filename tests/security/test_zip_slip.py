@@ -25,8 +25,9 @@ ODD_NAMES = [
     "back\\slash.txt",
     "colon:name.txt",
     "-dash.txt",
-    "new\nline.txt",
 ]
+# Never a member name: the run fails naming the file instead (see the test below).
+CONTROL_NAMES = ["new\nline.txt", "tab\there.txt", "bell\x07.txt"]
 
 
 def _stage(root: Path, names: list[str]) -> Workdir:
@@ -71,6 +72,19 @@ def test_artifacts_zip_members_are_relative_and_never_climb(tmp_path: Path, monk
     assert all(not _unsafe(name) for name in names), names
     manifest = json.loads((workdir.outputs / f"{WORKLOAD}_manifest.json").read_text())
     assert all(not _unsafe(entry["name"]) for entry in manifest["archived"]), manifest["archived"]
+
+
+@pytest.mark.parametrize("name", CONTROL_NAMES)
+def test_a_member_name_with_a_control_character_fails_the_run_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    workdir = _stage(tmp_path / "job", ["plain.txt", f"nested/{name}"])
+    monkeypatch.setenv(WORKDIR_VARIABLE, str(workdir.root))
+    monkeypatch.setenv(PARAMS_VARIABLE, json.dumps({}))
+    assert run_main(WORKLOAD, package) == 2
+    assert f"input {'nested/' + name!r} has a control character in its name" in capsys.readouterr().err
+    assert not (workdir.outputs / "artifacts.zip").exists()
+    assert not (workdir.outputs / f"{WORKLOAD}_manifest.json").exists()
 
 
 def test_extracting_the_archive_stays_inside_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

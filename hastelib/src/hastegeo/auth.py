@@ -44,7 +44,7 @@ OBJECT_ID_CLAIMS = ("http://schemas.microsoft.com/identity/claims/objectidentifi
 ROLE_CLAIMS = ("roles", "role", "http://schemas.microsoft.com/ws/2008/06/identity/claims/role")
 GROUP_CLAIMS = ("groups", "http://schemas.microsoft.com/ws/2008/06/identity/claims/groups")
 
-PROJECT_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # as JobRequest.project_id
+PROJECT_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # as JobRequest.project_id; use with fullmatch
 _MAX_NAME = 200
 
 
@@ -148,7 +148,7 @@ def principal_from_document(document: Any, project_groups: Mapping[str, str]) ->
         name=_clean(name or object_id),
         object_id=_clean(object_id),
         roles=roles,
-        projects=projects_of(groups, project_groups) | frozenset(p for p in named if PROJECT_ID.match(p)),
+        projects=projects_of(groups, project_groups) | frozenset(p for p in named if PROJECT_ID.fullmatch(p)),
         auth_type=_clean(auth_type) if isinstance(auth_type, str) and auth_type else "aad",
     )
 
@@ -221,7 +221,7 @@ def parse_dev_principal(text: str) -> Principal:
             raise ValueError(f"unknown role {value!r}; choose from {', '.join(r.value for r in Role)}")
         roles.add(role)
     projects = _csv(fields.get("projects", ""))
-    bad = [project for project in projects if not PROJECT_ID.match(project)]
+    bad = [project for project in projects if not PROJECT_ID.fullmatch(project)]
     if bad:
         raise ValueError(f"not project ids: {bad}")
     return Principal(

@@ -171,7 +171,7 @@ class AuthSettings(_Section):
     @field_validator("project_groups")
     @classmethod
     def _project_ids(cls, value: dict[str, str]) -> dict[str, str]:
-        bad = sorted(project for project in value.values() if not PROJECT_ID.match(project))
+        bad = sorted(project for project in value.values() if not PROJECT_ID.fullmatch(project))
         if bad:
             raise ValueError(f"not project ids: {bad} (lowercase letters, digits and '-')")
         return value

@@ -87,5 +87,5 @@ def test_format_round_trip_and_rejection(tmp_path: Path) -> None:
 def test_bad_parameters_fail_readably(inputs: dict[str, Path | bytes | str], run_workload: RunJob) -> None:
     job = run_workload("embedding", inputs, {"kernelSize": 4})
     assert job.code == 2
-    assert "'kernelSize' must be odd" in job.stderr
+    assert "parameter 'kernelSize': must be odd" in job.stderr
     assert not job.has_manifest("embedding")

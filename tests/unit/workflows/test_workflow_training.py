@@ -77,7 +77,7 @@ def test_unknown_class_fails_readably(scene: SampleScene, mosaic_job: Job, run_w
 def test_missing_classes_and_labels_fail_readably(mosaic_job: Job, run_workload: RunJob) -> None:
     job = run_workload("training", {"imagery.tif": mosaic_job.outputs / "imagery.tif"}, {})
     assert job.code == 2
-    assert "parameter 'classes' must list at least two class names" in job.stderr
+    assert "parameter 'classes': Field required" in job.stderr
     job = run_workload("training", {"imagery.tif": mosaic_job.outputs / "imagery.tif"}, {"classes": ["a", "b"]}, "x")
     assert job.code == 2
     assert "labels.geojson not found" in job.stderr

@@ -32,7 +32,7 @@ from typing import Any, Literal
 MessageEncoding = Literal["base64", "none"]
 
 # .NET TimeSpan text: [d.]hh:mm:ss[.fffffff]
-_TIMESPAN = re.compile(r"^(?:(?P<days>\d+)\.)?(?P<h>\d{1,2}):(?P<m>\d{1,2}):(?P<s>\d{1,2})(?:\.(?P<frac>\d{1,7}))?$")
+_TIMESPAN = re.compile(r"(?:(?P<days>\d+)\.)?(?P<h>\d{1,2}):(?P<m>\d{1,2}):(?P<s>\d{1,2})(?:\.(?P<frac>\d{1,7}))?")
 
 
 class HostJsonError(ValueError):
@@ -67,7 +67,7 @@ def parse_timespan(value: object, key: str) -> timedelta:
     """
     if not isinstance(value, str):
         raise HostJsonError(f"{key}: expected a TimeSpan string like '00:00:30', got {value!r}")
-    match = _TIMESPAN.match(value.strip())
+    match = _TIMESPAN.fullmatch(value.strip())
     if match is None:
         raise HostJsonError(f"{key}: expected a TimeSpan string like '00:00:30', got {value!r}")
     hours, minutes, seconds = int(match["h"]), int(match["m"]), int(match["s"])

@@ -25,8 +25,9 @@ from urllib.parse import unquote
 
 T = TypeVar("T")
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ARG_CONSTRAINT = re.compile(r"^(?P<name>[a-z]+)\((?P<args>.*)\)$", re.DOTALL)
+# Used with fullmatch only: '$' would also match before a trailing newline.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARG_CONSTRAINT = re.compile(r"(?P<name>[a-z]+)\((?P<args>.*)\)", re.DOTALL)
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -90,7 +91,7 @@ def compile_constraint(text: str) -> Callable[[str], bool]:
     """Turn one constraint (``int``, ``minlength(3)``, ``regex(^a+$)`` ...) into a predicate on the value."""
     if text in _SIMPLE_CONSTRAINTS:
         return _SIMPLE_CONSTRAINTS[text]
-    match = _ARG_CONSTRAINT.match(text)
+    match = _ARG_CONSTRAINT.fullmatch(text)
     if match is None:
         raise RouteError(f"unknown route constraint {text!r}")
     name, args = match["name"], match["args"]
@@ -152,7 +153,7 @@ def _parse_parameter(body: str, template: str) -> RouteParameter:
     if constraints and constraints[-1].endswith("?"):
         optional = True
         constraints[-1] = constraints[-1][:-1]
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise RouteError(f"invalid parameter name {name!r} in route {template!r}")
     for constraint in constraints:
         compile_constraint(constraint)
@@ -228,7 +229,7 @@ class RouteTemplate:
         """Match a raw (percent-encoded) request path without query string."""
         if len(path) > 1 and path.endswith("/"):
             path = path[:-1]
-        found = self.pattern.match(path)
+        found = self.pattern.fullmatch(path)
         if found is None:
             return None
         values: dict[str, str] = {}
@@ -272,7 +273,7 @@ def compile_route(template: str, prefix: str = "") -> RouteTemplate:
             parts.append("/" + "".join(pieces))
     if len({p.name.lower() for p in parameters}) != len(parameters):
         raise RouteError(f"duplicate parameter name in route {template!r}")
-    regex = "^" + ("".join(parts) or "/") + "$"
+    regex = "".join(parts) or "/"  # matched with fullmatch, so "/api/jobs\n" is not "/api/jobs"
     return RouteTemplate(template, re.compile(regex, re.IGNORECASE | re.DOTALL), tuple(parameters), tuple(precedence))
 
 

@@ -18,24 +18,19 @@ from pydantic.alias_generators import to_camel
 
 from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.history import StatusEvent
+from hastegeo.models.paths import check_relative_path
 from hastegeo.models.states import JobState
 
 Workload = Literal["imagery", "training", "inference", "embedding", "artifacts"]
 BackendChoice = Literal["auto", "local", "azure_batch", "azure_ml"]
 
+# A pydantic ``pattern`` runs on Rust's regex engine, where '$' is the end of the text ("x\n" fails).
 _ID = r"^[a-z0-9][a-z0-9-]{0,62}$"
-_SAFE_PATH = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.?(?:/|$))[\w\-. /]+$")
+_LABEL_KEY = re.compile(r"[A-Za-z0-9_.\-]{1,63}")
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
-
-
-def check_relative_path(value: str) -> str:
-    """A relative path with no ``..``/``.`` segments, no scheme and no leading slash."""
-    if not _SAFE_PATH.match(value) or "//" in value:
-        raise ValueError("must be a relative path without '..', '.', '//' or a leading '/'")
-    return value
 
 
 class JobInput(_Model):
@@ -71,7 +66,7 @@ class JobRequest(_Model):
     @classmethod
     def _small_labels(cls, value: dict[str, str]) -> dict[str, str]:
         for key, val in value.items():
-            if not re.match(r"^[A-Za-z0-9_.\-]{1,63}$", key) or len(val) > 256:
+            if not _LABEL_KEY.fullmatch(key) or len(val) > 256:
                 raise ValueError(f"label {key!r}: keys are 1-63 of [A-Za-z0-9_.-], values at most 256 characters")
         return value
 

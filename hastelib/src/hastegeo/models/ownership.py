@@ -31,22 +31,14 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from hastegeo.compute.contract import BlobLocation, InputFile
-from hastegeo.models.job import JobInput, check_relative_path
+from hastegeo.models.job import JobInput
+from hastegeo.models.params import InputRef
+from hastegeo.models.paths import check_relative_path
 from hastegeo.utils.errors import InvalidJobError
 
 # The project a job id belongs to, or None when there is no such job.
 ProjectOf = Callable[[str], str | None]
 
-
-@dataclass(frozen=True)
-class InputRef:
-    """Marks a parameter whose value names a file under ``inputs/`` (``urls``: an https URL also may)."""
-
-    urls: bool = False
-
-
-InputName = Annotated[str, InputRef()]
-InputNameOrUrl = Annotated[str, InputRef(urls=True)]
 
 # The fields of JobInput that say where bytes come from; ``dest`` only says where they go.
 SOURCE_FIELDS: frozenset[str] = frozenset({"blob", "job_id"})
@@ -136,7 +128,9 @@ def parameter_refs(model: type[BaseModel]) -> list[ParameterRef]:
     """The parameters of ``model`` that name input files, found from their :class:`InputRef` annotation."""
     refs = []
     for name, info in model.model_fields.items():
-        found = _find_ref(info.annotation, many=False)
+        # pydantic moves a top-level Annotated's metadata to ``info.metadata``; nested ones stay in the annotation.
+        marks = [item for item in info.metadata if isinstance(item, InputRef)]
+        found = (marks[0], False) if marks else _find_ref(info.annotation, many=False)
         if found is not None:
             ref, many = found
             refs.append(ParameterRef(name=name, alias=info.alias or name, many=many, urls=ref.urls))

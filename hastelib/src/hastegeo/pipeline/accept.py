@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from hastegeo.models.history import make_event
 from hastegeo.models.job import Job, JobRequest, Submitter, server_owned_fields_in
 from hastegeo.models.ownership import check_parameter_names, staged_inputs
+from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, keyed_job_id, new_job_id
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
@@ -141,17 +142,10 @@ def parse_request(body: Any) -> JobRequest:
     except ValidationError as exc:
         errors = []
         for error in exc.errors(include_url=False, include_input=False):
-            path = _short(_path(error["loc"]))
+            path = _short(field_path(error["loc"]))
             message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
             errors.append((path, _short(message.removeprefix("Value error, "), 300)))
         raise RequestRejected("The job request is invalid", errors) from None
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 class JobAcceptor:

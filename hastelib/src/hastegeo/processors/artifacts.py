@@ -6,15 +6,10 @@ import io
 import zipfile
 from typing import Any
 
-from pydantic import Field
-
 from hastegeo.models.job import Job, JobRequest
-from hastegeo.processors.base import OutputAccess, Params, PostprocessError, Processor
+from hastegeo.models.params import ArtifactsParams
+from hastegeo.processors.base import OutputAccess, PostprocessError, Processor
 from hastegeo.utils.errors import InvalidJobError
-
-
-class ArtifactsParams(Params):
-    compress_level: int = Field(6, ge=0, le=9, description="zlib level; 0 stores without compression.")
 
 
 class ArtifactsProcessor(Processor):

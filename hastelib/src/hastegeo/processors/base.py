@@ -14,24 +14,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, InputFile, Resources
 from hastegeo.models.job import Job, JobRequest, OutputRecord
 from hastegeo.models.ownership import ProjectOf, staged_inputs
+from hastegeo.models.params import Params, first_error
 from hastegeo.utils.errors import InvalidJobError
 
 # Outputs up to this size are re-hashed against the manifest; larger ones are
 # checked by size (the workload hashed them; re-reading gigabytes here would
 # cost more than it protects).
 HASH_CHECK_MAX_BYTES = 64 * 1024 * 1024
-
-
-class Params(BaseModel):
-    """Base of each workload's parameters: camelCase, unknown keys rejected."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
 
 
 def _no_explanation(path: str) -> str | None:
@@ -75,6 +69,7 @@ class SpecInputs:
 
 class Processor:
     workload: ClassVar[str]
+    # The workload's model (hastegeo.models.params), or a subclass adding keys only the pipeline reads.
     params_model: ClassVar[type[Params]] = Params
     resources: ClassVar[Resources] = Resources()
     time_limit_s: ClassVar[int] = 3600
@@ -94,9 +89,9 @@ class Processor:
         try:
             self.params_model.model_validate(request.parameters)
         except ValidationError as exc:
-            error = exc.errors(include_url=False, include_input=False)[0]
-            path = ".".join(str(part) for part in ("parameters", *error["loc"]))
-            raise InvalidJobError(f"{path}: {error['msg']}", field=path) from None
+            where, message = first_error(exc)
+            path = f"parameters.{where}" if where else "parameters"
+            raise InvalidJobError(f"{path}: {message}", field=path) from None
 
     def build_spec(self, job: Job, where: SpecInputs, output: BlobLocation) -> ComputeJobSpec:
         # Only what the client set: the workload owns its defaults (docs/workloads.md).

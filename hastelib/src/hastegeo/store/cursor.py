@@ -36,8 +36,8 @@ from dataclasses import dataclass
 TOKEN_MAX_CHARS = 256
 _VERSION = 1
 _MAC_BYTES = 16
-_SHAPE = re.compile(r"^[A-Za-z0-9_-]{1,200}\.[A-Za-z0-9_-]{22}$")
-_JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}\.[A-Za-z0-9_-]{22}")  # fullmatch
+_JOB_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # fullmatch
 _MS_MAX = 10**13  # the store's index sorts times below this
 
 
@@ -76,7 +76,7 @@ def decode(token: str, bound_to: bytes, key: Callable[[], bytes]) -> Position:
     """
     if len(token) > TOKEN_MAX_CHARS:
         raise InvalidTokenError(f"is longer than {TOKEN_MAX_CHARS} characters; use the token a listing returned")
-    if not _SHAPE.match(token):
+    if not _SHAPE.fullmatch(token):
         raise InvalidTokenError("is not a continuation token; use the token a listing returned")
     body, _, signature = token.partition(".")
     try:
@@ -96,7 +96,7 @@ def decode(token: str, bound_to: bytes, key: Callable[[], bytes]) -> Position:
         and type(created_ms) is int
         and 0 <= created_ms < _MS_MAX
         and isinstance(job_id, str)
-        and _JOB_ID.match(job_id)
+        and _JOB_ID.fullmatch(job_id)
     )
     if not valid:
         raise InvalidTokenError("is not a continuation token this version understands")

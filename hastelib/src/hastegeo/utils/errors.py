@@ -125,7 +125,7 @@ def _code_and_message(exc: BaseException) -> tuple[str, str]:
     message = _text(getattr(exc, "message", None)) or str(exc)
     # azure-core puts "(Code) Message\nCode: …\nMessage: …" in str(); keep the first line.
     first_line = message.strip().splitlines()[0] if message.strip() else ""
-    match = re.match(r"^\((\w+)\)\s*(.*)$", first_line)
+    match = re.fullmatch(r"\((\w+)\)\s*(.*)", first_line)
     if match:
         return match.group(1), match.group(2)
     storage_code = _text(getattr(exc, "error_code", None))  # azure-storage errors carry the code here

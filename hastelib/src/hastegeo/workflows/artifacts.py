@@ -12,6 +12,8 @@ import sys
 import zipfile
 from typing import Any
 
+from hastegeo.models.params import ArtifactsParams
+from hastegeo.workflows.params import read_params
 from hastegeo.workflows.runtime import (
     ProgressLog,
     Workdir,
@@ -26,11 +28,23 @@ WORKLOAD = "artifacts"
 _FIXED_TIME = (2000, 1, 1, 0, 0, 0)
 
 
+def _check_member_name(name: str) -> None:
+    """Refuse a file whose name holds a control character (a newline, say) rather than archive it under it.
+
+    Such a name would split lines in listings and logs downstream; failing
+    with the name shown loses nothing, where skipping the file would.
+    """
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in name):
+        raise WorkloadError(f"input {name!r} has a control character in its name; it cannot be archived")
+
+
 def package(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None:
-    level = int(params.get("compressLevel", 6))
+    level = read_params(ArtifactsParams, params, progress).compress_level
     files = list(iter_files(workdir.inputs))
     if not files:
         raise WorkloadError("no input files were staged into inputs/")
+    for path in files:
+        _check_member_name(path.relative_to(workdir.inputs).as_posix())
     progress.step(f"packaging {len(files)} file(s)")
     target = workdir.output_path("artifacts.zip")
     archived = []

@@ -8,7 +8,7 @@ small convolution per building (Rahimi & Recht's random features idea).
 
 Parameters: ``imagery`` (default ``imagery.tif`` / the only GeoTIFF),
 ``buildings`` (default ``buildings.geojson``), ``dimensions`` (32),
-``kernelSize`` (3, odd), ``seed`` (0).
+``kernelSize`` (3, odd), ``seed`` (0); bounds in :class:`hastegeo.models.params.EmbeddingParams`.
 
 Outputs: ``embeddings.bin`` (see :mod:`hastegeo.workflows.embedding_format`),
 ``embeddings.geojson`` (one feature per row: ``id``, ``row``, ``pixels``,
@@ -25,14 +25,14 @@ import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 from rasterio.windows import Window
 
+from hastegeo.models.params import EmbeddingParams
 from hastegeo.workflows import cog, geo
 from hastegeo.workflows.embedding_format import HEADER_SIZE, write_embeddings
-from hastegeo.workflows.params import default_raster, default_vector, get_int, warn_unknown
+from hastegeo.workflows.params import default_raster, default_vector, read_params
 from hastegeo.workflows.raster_stats import BandStats
 from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
 
 WORKLOAD = "embedding"
-PARAMETERS = ("imagery", "buildings", "dimensions", "kernelSize", "seed")
 MATRIX_FILE = "embeddings.bin"
 IDS_GEOJSON = "embeddings.geojson"
 INFO_JSON = "embedding_info.json"
@@ -112,14 +112,10 @@ def _band_statistics(dataset: Any) -> tuple[Floats, Floats]:
 
 
 def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None:
-    warn_unknown(params, PARAMETERS, progress)
-    dimensions = get_int(params, "dimensions", 32, 1, 4096)
-    kernel = get_int(params, "kernelSize", 3, 1, 15)
-    if kernel % 2 == 0:
-        raise WorkloadError(f"parameter 'kernelSize' must be odd, got {kernel}")
-    seed = get_int(params, "seed", 0, 0, 2**32 - 1)
-    raster_path = default_raster(workdir, params)
-    buildings_path = default_vector(workdir, params, "buildings", "buildings.geojson")
+    settings = read_params(EmbeddingParams, params, progress)
+    dimensions, kernel, seed = settings.dimensions, settings.kernel_size, settings.seed
+    raster_path = default_raster(workdir, settings.imagery)
+    buildings_path = default_vector(workdir, settings.buildings, "buildings", "buildings.geojson")
     with geo.gdal_env(), geo.open_raster(raster_path) as dataset:
         features = geo.read_features(buildings_path, dataset.crs)
         progress.step(f"{len(features)} footprint(s) from {buildings_path.name}; imagery {raster_path.name}")

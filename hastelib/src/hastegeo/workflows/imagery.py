@@ -9,6 +9,9 @@ Parameters (all optional):
 - ``previewMaxSize``: longest side of the preview in pixels (default 1024).
 - ``allowedHosts`` / ``maxDownloadBytes``: narrow the operator's fetch policy.
 
+Types, bounds and defaults: :class:`hastegeo.models.params.ImageryParams`, the model the API checks too;
+only the band count of ``rgbBands`` is checked here, where the raster is known.
+
 Outputs: ``imagery.tif`` (COG), ``preview.tif`` (8-bit RGB COG),
 ``band_stats.json``, ``valid_outline.geojson``, then the manifest.
 
@@ -30,31 +33,24 @@ import numpy as np
 import rasterio
 from affine import Affine
 
+from hastegeo.models.params import ImageryParams
 from hastegeo.workflows import cog, geo, mosaic
 from hastegeo.workflows.fetch import Fetcher, FetchPolicy, redact_url
 from hastegeo.workflows.outline import OutlineBuilder
-from hastegeo.workflows.params import (
-    RASTER_SUFFIXES,
-    get_bbox,
-    get_int,
-    get_str_list,
-    input_file,
-    warn_unknown,
-)
+from hastegeo.workflows.params import RASTER_SUFFIXES, input_file, read_params
 from hastegeo.workflows.raster_stats import BandStats
 from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
 
 WORKLOAD = "imagery"
-PARAMETERS = ("sources", "bbox", "rgbBands", "previewMaxSize", "allowedHosts", "maxDownloadBytes")
 IMAGERY_COG = "imagery.tif"
 PREVIEW_COG = "preview.tif"
 STATS_JSON = "band_stats.json"
 OUTLINE_GEOJSON = "valid_outline.geojson"
 
 
-def _stage_sources(workdir: Workdir, params: dict[str, Any], scratch: Path, progress: ProgressLog) -> list[Path]:
+def _stage_sources(workdir: Workdir, settings: ImageryParams, scratch: Path, progress: ProgressLog) -> list[Path]:
     """Local paths of every source: inputs/ files as they are, URLs downloaded into scratch space."""
-    names = get_str_list(params, "sources")
+    names = settings.sources
     if names is None:
         names = sorted(
             p.relative_to(workdir.inputs).as_posix()
@@ -70,8 +66,9 @@ def _stage_sources(workdir: Workdir, params: dict[str, Any], scratch: Path, prog
             paths.append(input_file(workdir, name, "source"))
             continue
         if fetcher is None:
-            cap = get_int(params, "maxDownloadBytes", 1, 1, 1 << 62) if "maxDownloadBytes" in params else None
-            policy = FetchPolicy.from_env(narrow_hosts=get_str_list(params, "allowedHosts"), narrow_max_bytes=cap)
+            policy = FetchPolicy.from_env(
+                narrow_hosts=settings.allowed_hosts, narrow_max_bytes=settings.max_download_bytes
+            )
             fetcher = Fetcher(policy)
         target = scratch / f"source_{index:03d}{Path(urlsplit(name).path).suffix or '.tif'}"
         progress.step(f"fetching {redact_url(name)}")
@@ -81,15 +78,12 @@ def _stage_sources(workdir: Workdir, params: dict[str, Any], scratch: Path, prog
     return paths
 
 
-def _rgb_bands(params: dict[str, Any], count: int) -> list[int]:
-    value = params.get("rgbBands", [1, 2, 3] if count >= 3 else [1, 1, 1])
-    if (
-        not isinstance(value, list)
-        or len(value) != 3
-        or not all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= count for b in value)
-    ):
+def _rgb_bands(requested: list[int] | None, count: int) -> list[int]:
+    """The preview's bands; the model checked the type and range, only the raster knows its band count."""
+    value = requested if requested is not None else [1, 2, 3] if count >= 3 else [1, 1, 1]
+    if not all(1 <= band <= count for band in value):
         raise WorkloadError(f"parameter 'rgbBands' must be three band numbers in [1, {count}], got {value!r}")
-    return [int(b) for b in value]
+    return list(value)
 
 
 def _write_preview(
@@ -124,18 +118,18 @@ def _write_preview(
 
 
 def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None:
-    warn_unknown(params, PARAMETERS, progress)
-    bbox = get_bbox(params)
-    preview_max = get_int(params, "previewMaxSize", 1024, 16, 8192)
+    settings = read_params(ImageryParams, params, progress)
+    bbox = None if settings.bbox is None else (settings.bbox[0], settings.bbox[1], settings.bbox[2], settings.bbox[3])
+    preview_max = settings.preview_max_size
     with tempfile.TemporaryDirectory(prefix="scratch-", dir=workdir.root) as scratch_name, geo.gdal_env():
         scratch = Path(scratch_name)
-        paths = _stage_sources(workdir, params, scratch, progress)
+        paths = _stage_sources(workdir, settings, scratch, progress)
         with ExitStack() as stack:
             datasets = [stack.enter_context(geo.open_raster(p)) for p in paths]
             progress.step(f"opened {len(datasets)} source(s): {', '.join(p.name for p in paths)}")
             clip = geo.bbox_to_crs(bbox, datasets[0].crs) if bbox is not None else None
             grid = mosaic.plan_grid(datasets, clip)
-            rgb = _rgb_bands(params, grid.count)
+            rgb = _rgb_bands(settings.rgb_bands, grid.count)
             progress.step(f"mosaic grid {grid.width}x{grid.height} px, {grid.count} band(s), {grid.crs}")
             readers = [mosaic.SourceReader(d, grid) for d in datasets]
             stats, outline = BandStats(grid.count), OutlineBuilder()

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 import rasterio
 
+from hastegeo.models.params import InferenceParams
 from hastegeo.workflows import cog, geo
 from hastegeo.workflows.classifier import PixelClassifier, load_model
-from hastegeo.workflows.params import default_raster, default_vector, get_str, input_file, warn_unknown
+from hastegeo.workflows.params import default_raster, default_vector, input_file, read_params
 from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
 
 WORKLOAD = "inference"
-PARAMETERS = ("model", "imagery", "buildings")
 CLASS_COG = "classes.tif"
 SUMMARY_JSON = "class_summary.json"
 BUILDINGS_GEOJSON = "building_classes.geojson"
@@ -89,24 +89,23 @@ def building_fractions(
     return results
 
 
-def _model_path(workdir: Workdir, params: dict[str, Any]) -> Path:
-    name = get_str(params, "model")
-    if name is not None:
-        return input_file(workdir, name, "model")
-    return default_vector(workdir, params, "model", "model.json")
+def _model_path(workdir: Workdir, settings: InferenceParams) -> Path:
+    if settings.model is not None:
+        return input_file(workdir, settings.model, "model")
+    return default_vector(workdir, None, "model", "model.json")
 
 
-def _buildings_path(workdir: Workdir, params: dict[str, Any]) -> Path | None:
-    if get_str(params, "buildings") is None and not any(workdir.inputs.rglob("buildings.geojson")):
+def _buildings_path(workdir: Workdir, settings: InferenceParams) -> Path | None:
+    if settings.buildings is None and not any(workdir.inputs.rglob("buildings.geojson")):
         return None
-    return default_vector(workdir, params, "buildings", "buildings.geojson")
+    return default_vector(workdir, settings.buildings, "buildings", "buildings.geojson")
 
 
 def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None:
-    warn_unknown(params, PARAMETERS, progress)
-    model = load_model(_model_path(workdir, params))
-    raster_path = default_raster(workdir, params)
-    buildings_path = _buildings_path(workdir, params)
+    settings = read_params(InferenceParams, params, progress)
+    model = load_model(_model_path(workdir, settings))
+    raster_path = default_raster(workdir, settings.imagery)
+    buildings_path = _buildings_path(workdir, settings)
     progress.step(f"model with classes {', '.join(model.classes)}; imagery {raster_path.name}")
     with tempfile.TemporaryDirectory(prefix="scratch-", dir=workdir.root) as scratch, geo.gdal_env():
         with geo.open_raster(raster_path) as dataset:

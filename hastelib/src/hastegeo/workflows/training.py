@@ -8,6 +8,8 @@ Parameters:
 - ``seed`` (0), ``validationFraction`` (0.25), ``iterations`` (300), ``learningRate`` (0.5),
   ``l2`` (0.0001), ``maxSamplesPerClass`` (50000).
 
+Types, bounds and defaults: :class:`hastegeo.models.params.TrainingParams`, the model the API checks too.
+
 Outputs: ``model.json``, ``metrics.json``, ``metrics.csv``, ``confusion_matrix.json``, then the manifest.
 The same inputs and seed give byte-identical outputs (the manifest's time stamp aside).
 """
@@ -20,32 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from hastegeo.models.params import TrainingParams
 from hastegeo.workflows import geo, labels
 from hastegeo.workflows.classifier import confusion_matrix, train
-from hastegeo.workflows.params import (
-    default_raster,
-    default_vector,
-    get_classes,
-    get_float,
-    get_int,
-    get_str,
-    warn_unknown,
-)
+from hastegeo.workflows.params import default_raster, default_vector, read_params
 from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
 
 WORKLOAD = "training"
-PARAMETERS = (
-    "classes",
-    "imagery",
-    "labels",
-    "classProperty",
-    "seed",
-    "validationFraction",
-    "iterations",
-    "learningRate",
-    "l2",
-    "maxSamplesPerClass",
-)
 MODEL_FILE = "model.json"
 METRICS_JSON = "metrics.json"
 METRICS_CSV = "metrics.csv"
@@ -62,17 +45,13 @@ def _write_csv(path: Path, history: list[dict[str, float]]) -> None:
 
 
 def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None:
-    warn_unknown(params, PARAMETERS, progress)
-    classes = get_classes(params)
-    seed = get_int(params, "seed", 0, 0, 2**32 - 1)
-    fraction = get_float(params, "validationFraction", 0.25, 0.05, 0.9)
-    iterations = get_int(params, "iterations", 300, 1, 100_000)
-    learning_rate = get_float(params, "learningRate", 0.5, 1e-6, 10.0)
-    l2 = get_float(params, "l2", 1e-4, 0.0, 10.0)
-    cap = get_int(params, "maxSamplesPerClass", 50_000, 10, 10_000_000)
-    prop = get_str(params, "classProperty", "class") or "class"
-    raster_path = default_raster(workdir, params)
-    labels_path = default_vector(workdir, params, "labels", "labels.geojson")
+    settings = read_params(TrainingParams, params, progress)
+    classes, seed, fraction = settings.classes, settings.seed, settings.validation_fraction
+    iterations, learning_rate, l2 = settings.iterations, settings.learning_rate, settings.l2
+    cap = settings.max_samples_per_class
+    prop = settings.class_property
+    raster_path = default_raster(workdir, settings.imagery)
+    labels_path = default_vector(workdir, settings.labels, "labels", "labels.geojson")
     rng = np.random.default_rng(seed)
     with geo.gdal_env(), geo.open_raster(raster_path) as dataset:
         features = geo.read_features(labels_path, dataset.crs)

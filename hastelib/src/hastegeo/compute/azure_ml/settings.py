@@ -55,9 +55,9 @@ DEFAULT_COMPUTE: dict[str, str] = {
 
 # name:version, or name@label (Azure ML asset names: letters, digits, '-', '_', '.').
 _ENV_REFERENCE = re.compile(
-    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,254})(?::(?P<version>[A-Za-z0-9_.-]+)|@(?P<label>[A-Za-z0-9_.-]+))$"
+    r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,254})(?::(?P<version>[A-Za-z0-9_.-]+)|@(?P<label>[A-Za-z0-9_.-]+))"
 )
-_DATASTORE = re.compile(r"^[A-Za-z0-9_]{1,255}$")
+_DATASTORE = re.compile(r"[A-Za-z0-9_]{1,255}")
 
 
 def parse_environment_reference(reference: str) -> tuple[str, str | None, str | None]:
@@ -68,7 +68,7 @@ def parse_environment_reference(reference: str) -> tuple[str, str | None, str | 
             fails client-side in azure-ai-ml, so it is refused here first).
     """
     reference = reference.removeprefix("azureml:")
-    match = _ENV_REFERENCE.match(reference)
+    match = _ENV_REFERENCE.fullmatch(reference)
     if not match:
         raise ValueError(f"AML_ENVIRONMENT must be name:version or name@label, got {reference!r}")
     return match.group("name"), match.group("version"), match.group("label")
@@ -160,7 +160,7 @@ class AmlSettings(Section):
             problems.append(str(exc))
         if self.environment_source is EnvironmentSource.BUILD_CONTEXT and not self.build_context:
             problems.append("AML_ENVIRONMENT_SOURCE=build_context needs AML_BUILD_CONTEXT")
-        bad = sorted(f"{c}={d}" for c, d in self.datastores.items() if not _DATASTORE.match(d))
+        bad = sorted(f"{c}={d}" for c, d in self.datastores.items() if not _DATASTORE.fullmatch(d))
         if bad:
             problems.append(f"AML_DATASTORES names must be letters, digits and '_': {bad}")
         if problems:

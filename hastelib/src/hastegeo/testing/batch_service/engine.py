@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlsplit
 from hastegeo.testing.batch_service.faults import Faults
 from hastegeo.utils.errors import describe_exception
 
-_WALL_CLOCK = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+_WALL_CLOCK = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
 DEFAULT_WALL_CLOCK_S = 7 * 86400.0
 
 
@@ -35,7 +35,7 @@ def now_iso() -> str:
 
 
 def duration_s(value: str | None, default: float = DEFAULT_WALL_CLOCK_S) -> float:
-    match = _WALL_CLOCK.match(value or "")
+    match = _WALL_CLOCK.fullmatch(value or "")
     if not value or not match:
         return default
     days, hours, minutes, seconds = (float(part or 0) for part in match.groups())

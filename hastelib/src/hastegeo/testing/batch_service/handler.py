@@ -19,21 +19,22 @@ if TYPE_CHECKING:
 API_VERSION = "2025-06-01"
 JSON_TYPE = "application/json; odata=minimalmetadata"
 _ERROR_ENTITY = "Microsoft.Azure.Batch.Protocol.Entities.Container.errors/@Element"
+# Matched with fullmatch: a path with a trailing newline is no route.
 ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
     (method, re.compile(pattern), op)
     for method, pattern, op in (
-        ("POST", r"^/jobs$", "create_job"),
-        ("GET", r"^/jobs$", "list_jobs"),
-        ("GET", r"^/jobs/(?P<job>[^/]+)$", "get_job"),
-        ("PATCH", r"^/jobs/(?P<job>[^/]+)$", "update_job"),
-        ("POST", r"^/jobs/(?P<job>[^/]+)/terminate$", "terminate_job"),
-        ("POST", r"^/jobs/(?P<job>[^/]+)/tasks$", "create_task"),
-        ("GET", r"^/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)$", "get_task"),
-        ("POST", r"^/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/terminate$", "terminate_task"),
-        ("GET", r"^/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/files$", "list_task_files"),
-        ("GET", r"^/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/files/(?P<file>[^/]+)$", "get_task_file"),
-        ("HEAD", r"^/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/files/(?P<file>[^/]+)$", "get_task_file_properties"),
-        ("DELETE", r"^/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/files/(?P<file>[^/]+)$", "delete_task_file"),
+        ("POST", r"/jobs", "create_job"),
+        ("GET", r"/jobs", "list_jobs"),
+        ("GET", r"/jobs/(?P<job>[^/]+)", "get_job"),
+        ("PATCH", r"/jobs/(?P<job>[^/]+)", "update_job"),
+        ("POST", r"/jobs/(?P<job>[^/]+)/terminate", "terminate_job"),
+        ("POST", r"/jobs/(?P<job>[^/]+)/tasks", "create_task"),
+        ("GET", r"/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)", "get_task"),
+        ("POST", r"/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/terminate", "terminate_task"),
+        ("GET", r"/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/files", "list_task_files"),
+        ("GET", r"/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/files/(?P<file>[^/]+)", "get_task_file"),
+        ("HEAD", r"/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/files/(?P<file>[^/]+)", "get_task_file_properties"),
+        ("DELETE", r"/jobs/(?P<job>[^/]+)/tasks/(?P<task>[^/]+)/files/(?P<file>[^/]+)", "delete_task_file"),
     )
 )
 
@@ -113,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _route(self, raw_path: str) -> tuple[str | None, dict[str, str]]:
         for method, pattern, op in ROUTES:
-            match = pattern.match(raw_path)
+            match = pattern.fullmatch(raw_path)
             if match and method == self.command:
                 return op, {k: unquote(v) for k, v in match.groupdict().items()}
         return None, {}
