@@ -272,13 +272,20 @@ class LocalBackend:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(int(running["pid"]), signal.SIGKILL)
                 stopped = "; its workload was stopped"
-            what = "after starting the workload" if running else "before starting the workload"
-            reason = f"the local supervisor was killed {what}, so its exit was not recorded{stopped}"
-            log.warning("local job %s: %s", name, reason)
-            return self._record_exit(name, reason)
+            if (state / "cancel").exists():  # it was being cancelled: that is what the user asked for
+                ended = self._record_exit(name, "cancelled", cancelled=True)
+            else:
+                what = "after starting the workload" if running else "before starting the workload"
+                reason = f"the local supervisor was killed {what}, so its exit was not recorded{stopped}"
+                log.warning("local job %s: %s", name, reason)
+                ended = self._record_exit(name, reason)
+        self._layout.admit()  # its slot is free again (admission takes the lock itself)
+        return ended
 
-    def _record_exit(self, name: str, reason: str, *, stage: str | None = None) -> dict[str, object]:
-        ended: dict[str, object] = {"exitCode": None, "reason": reason, "cancelled": False, "stage": stage}
+    def _record_exit(
+        self, name: str, reason: str, *, stage: str | None = None, cancelled: bool = False
+    ) -> dict[str, object]:
+        ended: dict[str, object] = {"exitCode": None, "reason": reason, "cancelled": cancelled, "stage": stage}
         write_json(self._layout.state(name) / "exit.json", {**ended, "endedAt": self._context.clock().isoformat()})
         return ended
 
