@@ -21,6 +21,8 @@ def check_jobs(outcome: Outcome, jobs: list[dict[str, Any]], local_root: Path | 
     outcome.terminal = sum(1 for job in jobs if job["state"] in ("succeeded", "failed", "cancelled"))
     outcome.succeeded = sum(1 for job in jobs if job["state"] == "succeeded")
     for job in jobs:
+        if job["state"] != "succeeded":
+            outcome.notes.append(f"{job['id']}: {job['state']}: {job.get('reason')}")
         messages = [event["message"] for event in job["history"]]
         for pattern in ONCE:
             matching = [m for m in messages if re.search(pattern, m)]

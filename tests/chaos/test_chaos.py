@@ -102,7 +102,7 @@ def test_every_message_delivered_twice_and_out_of_order(own_azurite: Azurite, tm
     for adapter in runtime.registry.built().values():
         getattr(adapter, "close", lambda: None)()
     check_jobs(outcome, [api_view(runtime, i) for i in ids], tmp_path / "local")
-    assert outcome.succeeded == len(ids)
+    assert outcome.succeeded == len(ids), outcome.notes
     assert_clean(outcome)
 
 
@@ -126,7 +126,7 @@ def test_host_killed_at_random_moments(tmp_path: Path, outcome: Outcome) -> None
             client = ApiClient(stack.base_url)
         finals = wait_terminal(client, ids, timeout=180)
     check_jobs(outcome, finals, tmp_path / "local")
-    assert outcome.succeeded == len(ids)
+    assert outcome.succeeded == len(ids), outcome.notes
     assert_clean(outcome)
 
 
@@ -151,7 +151,7 @@ def test_storage_outage_mid_run(tmp_path: Path, outcome: Outcome) -> None:
         log = (tmp_path / "host.log").read_text()
     check_jobs(outcome, finals, tmp_path / "local")
     outcome.notes.append(f"{log.count('storage unavailable')} outage warnings in the host log")
-    assert outcome.succeeded == len(ids)
+    assert outcome.succeeded == len(ids), outcome.notes
     assert "storage unavailable" in log  # the host noticed, said so once per poller, and recovered
     assert_clean(outcome)
 

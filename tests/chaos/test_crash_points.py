@@ -84,7 +84,7 @@ def test_crash_between_provider_submit_and_handle_persistence(
     assert crashed == set(ids)  # every job's first submit died after the provider accepted it
     finish(runtime, ids)
     check_jobs(outcome, [runtime.store.get(i).api_view() for i in ids], tmp_path / "local")
-    assert outcome.succeeded == len(ids)
+    assert outcome.succeeded == len(ids), outcome.notes
     assert_clean(outcome)
 
 
@@ -98,7 +98,7 @@ def test_crash_during_post_processing(runtime: Runtime, tmp_path: Path, outcome:
     finish(runtime, ids)
     assert crashed == set(ids)  # every job's post-processing died once after doing its reads
     check_jobs(outcome, [runtime.store.get(i).api_view() for i in ids], tmp_path / "local")
-    assert outcome.succeeded == len(ids)
+    assert outcome.succeeded == len(ids), outcome.notes
     assert_clean(outcome)
 
 

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
+from hastegeo.compute.context import BackendContext
+from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.compute.local.adapter import LocalBackend
+from hastegeo.compute.local.adapter import create as create_local
+from hastegeo.compute.registry import BackendEntry, RunnerRegistry
+from hastegeo.compute.service import ExecutionService
 from hastegeo.config import load_settings
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo.utils.errors import TerminalBackendError
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ScriptProcessor
 
@@ -145,3 +157,80 @@ def _env(make_runtime: RuntimeFactory) -> dict[str, str]:
         "HASTE_INPUTS_CONTAINER": settings.storage.inputs_container,
         "HASTE_LOCAL_ROOT": settings.local.root + "-slots",
     }
+
+
+class RefusingBackend(LocalBackend):
+    """A real local backend whose listing is refused while ``refusing`` is set, like a 403 from a provider."""
+
+    name: ClassVar[str] = "refusing"
+    refusing = True
+
+    def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
+        if self.refusing:
+            raise TerminalBackendError(
+                "listing jobs: AuthorizationFailure: This request is not authorized to perform this operation.",
+                backend=self.name,
+            )
+        return super().list_active()
+
+
+def test_a_backend_that_cannot_list_costs_only_its_own_sweep_and_is_logged_once_per_change(
+    clocked: tuple[Runtime, Clock], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime, clock = clocked
+    context = BackendContext(settings=runtime.settings, blob_service=runtime.blobs, clock=clock)
+    registry = RunnerRegistry(
+        [
+            BackendEntry("refusing", lambda ctx: RefusingBackend(ctx, tmp_path / "refusing", 1, sys.executable)),
+            BackendEntry("local", create_local),
+        ],
+        enabled=["refusing", "local"],
+        context=context,
+    )
+    refusing = registry.get("refusing")  # built first, so it is listed first
+    assert isinstance(refusing, RefusingBackend)
+    registry.get("local")  # the same folder as the runtime's own local backend
+    step = ReconcileStep(dataclasses.replace(runtime.deps, service=ExecutionService(registry, lambda c, n: None)))
+
+    orphan = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    runtime.submit.handle(JobMessage(job_id=orphan.id, kind="submit"))
+    runtime.store.update(orphan.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))
+    late = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    clock.advance(runtime.settings.pipeline.queued_deadline_s + 1)
+    caplog.set_level(logging.INFO, logger="hastegeo.pipeline.reconcile")
+
+    report = step.run()
+    assert report.orphans_cancelled == [orphan.id]  # the other backend's sweep still ran
+    assert report.expired == [late.id]  # and so did the deadlines
+    assert list(report.unreachable) == ["refusing"]
+    for _ in range(3):  # the outage goes on: no new line
+        assert "refusing" in step.run().unreachable
+    refusing.refusing = False
+    assert step.run().unreachable == {}
+    step.run()
+
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if "backend refusing" in r.getMessage()]
+    assert lines == [
+        (
+            "WARNING",
+            "reconcile: cannot list the active jobs of backend refusing (listing jobs: AuthorizationFailure: "
+            "This request is not authorized to perform this operation.); the rest of the sweep goes on, "
+            "and this is tried every run",
+        ),
+        ("INFO", "reconcile: can list the active jobs of backend refusing again"),
+    ]
+    assert all(r.exc_info is None for r in caplog.records)  # readable lines, no tracebacks
+    runtime.cancel.cancel(orphan.id)
+
+
+def test_a_job_whose_staging_failed_is_ended_and_never_orphan_cancelled(clocked: tuple[Runtime, Clock]) -> None:
+    runtime, _ = clocked
+    job = runtime.acceptor.accept(parse_request(request(inputs=[{"blob": "p1/not-there.txt"}]))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    failed = runtime.store.get(job.id)
+    assert failed.state is JobState.FAILED
+    assert failed.reason is not None
+    assert failed.reason.startswith("an input is missing")
+    for _ in range(2):
+        assert runtime.reconcile.run().orphans_cancelled == []
+    assert job.id not in {ours for ours, _ in runtime.deps.service.list_active()}

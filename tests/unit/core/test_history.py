@@ -28,15 +28,18 @@ def test_messages_are_one_redacted_line_of_bounded_length() -> None:
 
 
 def test_progress_lines_keep_partial_lines_for_later_and_cap_floods() -> None:
-    from hastegeo.pipeline.poll import PROGRESS_LINES_PER_POLL, progress_lines
+    from hastegeo.pipeline.progress import PROGRESS_LINES_PER_POLL, ProgressLine, progress_lines
 
     assert progress_lines(None) == ([], 0)
     assert progress_lines(b"2026-01-01T00:00:00Z half a li") == ([], 0)
     lines, used = progress_lines(b"2026-01-01T00:00:00Z one\ntwo\nthr")
-    assert (lines, used) == (["one", "two"], len(b"2026-01-01T00:00:00Z one\ntwo\n"))
-    flood = b"".join(f"line {i}\n".encode() for i in range(50))
+    assert (lines, used) == (
+        [ProgressLine(T0, "one"), ProgressLine(None, "two")],
+        len(b"2026-01-01T00:00:00Z one\ntwo\n"),
+    )
+    flood = b"".join(f"2026-01-01T00:00:{i:02d}Z line {i}\n".encode() for i in range(50))
     lines, used = progress_lines(flood)
     assert used == len(flood)
     assert len(lines) == PROGRESS_LINES_PER_POLL
-    assert lines[0] == "(41 earlier progress lines not shown)"
-    assert lines[-1] == "line 49"
+    assert lines[0] == ProgressLine(T0 + timedelta(seconds=40), "(41 earlier progress lines not shown)")
+    assert lines[-1] == ProgressLine(T0 + timedelta(seconds=49), "line 49")

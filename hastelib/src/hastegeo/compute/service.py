@@ -109,12 +109,22 @@ class ExecutionService:
 
     def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
         """Provider jobs still running on the backends built so far that can list them."""
-        active: list[tuple[str, ComputeJobHandle]] = []
-        for adapter in self._registry.built().values():
-            lister = getattr(adapter, "list_active", None)
-            if callable(lister):
-                active.extend(lister())
-        return active
+        return [item for backend in self.listing_backends() for item in self.list_active_on(backend)]
+
+    def listing_backends(self) -> list[str]:
+        """The backends built so far that can list their active provider jobs, by name.
+
+        The reconciler asks each one separately (:meth:`list_active_on`), so a
+        backend that is down or refuses the listing costs only its own orphans.
+        """
+        return [
+            name for name, adapter in self._registry.built().items() if callable(getattr(adapter, "list_active", None))
+        ]
+
+    def list_active_on(self, backend: str) -> list[tuple[str, ComputeJobHandle]]:
+        """(our job id, handle) of every provider job still running on ``backend``; raises what the adapter raised."""
+        lister = getattr(self._registry.built().get(backend), "list_active", None)
+        return list(lister()) if callable(lister) else []
 
     def _adapter(self, backend: str) -> ComputeBackend:
         return self._registry.get(backend)

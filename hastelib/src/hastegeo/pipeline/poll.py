@@ -13,18 +13,19 @@ the chain keeps polling with backoff, and only the job's deadline fails it.
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
+from hastegeo.models.history import add_workload_events
 from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.progress import ProgressLine, progress_lines
 from hastegeo.processors.base import OutputAccess, PostprocessError
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
@@ -107,16 +108,29 @@ class PollStep:
             if advance:
                 updates["poll_seq"] = seq + 1
                 updates["attempts"] = current.attempts.model_copy(update={"poll": current.attempts.poll + 1})
-            updated = current
+            # The workload's lines first: they were written before this poll noticed anything.
+            updated = self._workload_lines(current, fresh)
             if changed:
                 updated = deps.event(updated, message=note, source=SOURCE)
-            for line in fresh:
-                updated = deps.event(updated, message=line, source="workload")
             if fresh:
                 updates["progress_offset"] = current.progress_offset + consumed
             return updated.model_copy(update=updates)
 
         deps.store.update(job.id, change, known=version)
+
+    def _workload_lines(self, job: Job, lines: list[ProgressLine]) -> Job:
+        """``job`` with the workload's progress lines in its history, at the times they were written."""
+        if not lines:
+            return job
+        now = self._deps.clock()
+        history, folded = add_workload_events(
+            job.history,
+            job.history_folded,
+            [(line.at, line.text) for line in lines],
+            now=now,
+            limit=self._deps.settings.pipeline.history_limit,
+        )
+        return job.model_copy(update={"history": history, "history_folded": folded, "updated_at": now})
 
     def _note(self, version: Versioned, message: str, chain: bool) -> None:
         """A transient problem: record it once, keep the chain alive."""
@@ -204,8 +218,7 @@ class PollStep:
             updated = current
             for line in dict.fromkeys(notes):  # once each, in order
                 updated = deps.event(updated, message=line, source="postprocess")
-            for line in last_lines:
-                updated = deps.event(updated, message=line, source="workload")
+            updated = self._workload_lines(updated, last_lines)  # into the running band, at their own times
             for line in follow_ons:
                 updated = deps.event(updated, message=line, source="postprocess")
             if note:
@@ -278,27 +291,3 @@ class PollStep:
             self._deps.service.cancel(job.handle)
         except HasteError as exc:
             log.warning("cancel of %s failed: %s", job.id, describe_exception(exc))
-
-
-_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?\s+")
-PROGRESS_LINES_PER_POLL = 10
-
-
-def progress_lines(data: bytes | None) -> tuple[list[str], int]:
-    """Complete new lines of a progress log, without their timestamps, and the bytes they used.
-
-    A partial last line is left for the next poll. When more than
-    :data:`PROGRESS_LINES_PER_POLL` lines arrived at once, the earlier ones are
-    summarised in one line so a chatty workload cannot flood the history.
-    """
-    if not data:
-        return [], 0
-    end = data.rfind(b"\n")
-    if end < 0:
-        return [], 0
-    text = data[: end + 1].decode("utf-8", errors="replace")
-    lines = [_STAMP.sub("", line.strip()) for line in text.splitlines() if line.strip()]
-    if len(lines) > PROGRESS_LINES_PER_POLL:
-        skipped = len(lines) - PROGRESS_LINES_PER_POLL + 1
-        lines = [f"({skipped} earlier progress lines not shown)", *lines[-(PROGRESS_LINES_PER_POLL - 1) :]]
-    return lines, end + 1

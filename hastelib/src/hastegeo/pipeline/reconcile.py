@@ -12,13 +12,22 @@ Every run, from blob metadata alone (one listing):
 
 Each action is safe to repeat, so two reconcilers running at once only
 duplicate work that the steps themselves deduplicate.
+
+Failures are contained where they happen: a job whose record cannot be
+handled is skipped, and a backend whose listing fails (an outage, a 403)
+costs only its own orphan sweep. A failing source is logged as one readable
+line when the problem starts or changes, and again when it recovers — not
+as a traceback every minute (:class:`Conditions`).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
+
+from azure.core.exceptions import AzureError
 
 from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.states import JobState
@@ -40,30 +49,77 @@ class ReconcileReport:
     resubmitted: list[str] = field(default_factory=list)
     rearmed: list[str] = field(default_factory=list)
     orphans_cancelled: list[str] = field(default_factory=list)
+    # What could not be looked at this run, and why: "jobs" (the job listing) or a backend name.
+    unreachable: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
-        return (
+        text = (
             f"expired {len(self.expired)}, resubmitted {len(self.resubmitted)}, "
             f"re-armed {len(self.rearmed)}, orphans cancelled {len(self.orphans_cancelled)}"
         )
+        if self.unreachable:
+            text += f", unreachable: {', '.join(sorted(self.unreachable))}"
+        return text
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+class Conditions:
+    """The current problem of each source, so an outage is reported when it starts, changes or ends.
+
+    Pure bookkeeping (no I/O): :meth:`failed` and :meth:`recovered` say whether
+    the caller should log. Two causes are the same condition when they differ
+    only in object addresses, which connection errors embed.
+    """
+
+    def __init__(self) -> None:
+        self._problems: dict[str, str] = {}
+
+    def failed(self, source: str, cause: str) -> bool:
+        """Remember ``cause`` for ``source``; True when this is news (a new or different problem)."""
+        condition = _ADDRESS.sub("0x…", cause)
+        news = self._problems.get(source) != condition
+        self._problems[source] = condition
+        return news
+
+    def recovered(self, source: str) -> bool:
+        """Forget ``source``'s problem; True when it had one (its recovery is news)."""
+        return self._problems.pop(source, None) is not None
 
 
 class ReconcileStep:
     def __init__(self, deps: PipelineDeps) -> None:
         self._deps = deps
+        # Kept across runs (the timer reuses this step): what is failing right now.
+        self._conditions = Conditions()
 
     def run(self) -> ReconcileReport:
         report = ReconcileReport()
         now = self._deps.clock()
-        for item in self._deps.store.unfinished():
+        self._jobs(report)
+        for backend in self._deps.service.listing_backends():
+            self._orphans(backend, report)
+        if report.expired or report.resubmitted or report.orphans_cancelled:
+            log.info("reconcile at %s: %s", now.isoformat(), report.summary())
+        return report
+
+    def _jobs(self, report: ReconcileReport) -> None:
+        """Deadlines, lost submit messages and dead poll chains, for every unfinished job."""
+        try:
+            unfinished = self._deps.store.unfinished()
+        except AzureError as exc:  # storage is down: nothing to sweep this run
+            self._failed("jobs", "cannot list the unfinished jobs", exc, report)
+            return
+        for item in unfinished:
             try:
                 self._reconcile(item, report)
             except HasteError as exc:  # one bad record must not stop the sweep
                 log.warning("reconcile: job %s: %s", item.job_id, describe_exception(exc))
-        self._orphans(report)
-        if report.expired or report.resubmitted or report.orphans_cancelled:
-            log.info("reconcile at %s: %s", now.isoformat(), report.summary())
-        return report
+            except AzureError as exc:  # storage went away mid-sweep: the next run picks up
+                self._failed("jobs", "cannot update the unfinished jobs", exc, report)
+                return
+        self._recovered("jobs", "storage answers again; the unfinished jobs were swept")
 
     def _reconcile(self, item: Unfinished, report: ReconcileReport) -> None:
         deps = self._deps
@@ -86,17 +142,41 @@ class ReconcileStep:
         if job is not None and expire(self._deps, job, SOURCE):
             report.expired.append(job_id)
 
-    def _orphans(self, report: ReconcileReport) -> None:
+    def _orphans(self, backend: str, report: ReconcileReport) -> None:
+        """Cancel ``backend``'s provider jobs whose record has ended or does not exist."""
         deps = self._deps
-        for job_id, handle in deps.service.list_active():
-            job = deps.store.find(job_id)
+        try:
+            active = deps.service.list_active_on(backend)
+        except Exception as exc:  # any failure of one backend stays with that backend
+            self._failed(backend, f"cannot list the active jobs of backend {backend}", exc, report)
+            return
+        self._recovered(backend, f"can list the active jobs of backend {backend} again")
+        for job_id, handle in active:
+            try:
+                job = deps.store.find(job_id)
+            except HasteError as exc:
+                log.warning("reconcile: job %s: %s", job_id, describe_exception(exc))
+                continue
+            except AzureError as exc:  # without the records, no job can be called an orphan
+                self._failed("jobs", "cannot read the job records", exc, report)
+                return
             if job is not None and not job.state.terminal:
                 continue
             self._cancel(job_id, handle)
             report.orphans_cancelled.append(job_id)
 
+    def _failed(self, source: str, what: str, exc: BaseException, report: ReconcileReport) -> None:
+        cause = describe_exception(exc)
+        report.unreachable[source] = cause
+        if self._conditions.failed(source, cause):
+            log.warning("reconcile: %s (%s); the rest of the sweep goes on, and this is tried every run", what, cause)
+
+    def _recovered(self, source: str, what: str) -> None:
+        if self._conditions.recovered(source):
+            log.info("reconcile: %s", what)
+
     def _cancel(self, job_id: str, handle: ComputeJobHandle) -> None:
         try:
             self._deps.service.cancel(handle)
-        except HasteError as exc:
+        except Exception as exc:  # the next run tries again; the other orphans must not wait
             log.warning("reconcile: cancel of %s failed, will retry: %s", job_id, describe_exception(exc))

@@ -89,7 +89,10 @@ class ProgressLog:
     """One timestamped, human-readable line per step, flushed at once.
 
     The pipeline tails this file (``logs/<workload>_progress.log``) into the
-    job's status history while the job runs.
+    job's status history while the job runs, and copies what is left after it
+    ends. Each line starts with the UTC time to the millisecond
+    (``2026-01-01T12:00:00.250Z step 2 of 5``): the history shows that time,
+    not the time the line was copied.
     """
 
     def __init__(self, path: Path) -> None:
@@ -98,7 +101,7 @@ class ProgressLog:
         self._file = path.open("a", encoding="utf-8")
 
     def step(self, message: str) -> None:
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         line = " ".join(message.split())
         self._file.write(f"{stamp} {line}\n")
         self._file.flush()

@@ -8,6 +8,15 @@ prefix — the same layout Azure Batch output files produce — before it
 reports the end, so post-processing reads the same blobs on every backend.
 Uploading here rather than in the supervisor keeps the Azure SDK out of the
 process that starts for every job (see ADR 0002).
+
+Storage may stop answering for a while. Staging and uploading go through a
+client of their own whose azure-core retry policy is the one owner of
+retries (:func:`transfer_retry`, about half a minute); past that budget the
+step fails transiently and the pipeline tries it again later (the submit
+message comes back; the poll chain asks for the status again). Every job
+that ends has an exit record (``state/exit.json``): written by the
+supervisor, by a failed staging (the pipeline may stage again), or by
+``status`` when it finds the supervisor gone without one.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
-from azure.storage.blob import BlobClient, BlobServiceClient
+from azure.storage.blob import BlobClient, BlobServiceClient, ExponentialRetry
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
@@ -41,21 +50,35 @@ from hastegeo.compute.contract import (
     InputFile,
 )
 from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
-from hastegeo.utils.errors import ConfigurationError, TerminalBackendError, TransientBackendError, describe_exception
+from hastegeo.utils.errors import (
+    ConfigurationError,
+    HasteError,
+    TerminalBackendError,
+    TransientBackendError,
+    describe_exception,
+)
 
 log = logging.getLogger(__name__)
 
 TAIL_LINES = 5
 TAIL_MAX_BYTES = 64 * 1024
 WATCH_INTERVAL_S = 0.05
+STAGING_FAILED = "staging"  # exit.json "stage" of a job whose inputs could not be staged
 
 
 class LocalBackend:
     name: ClassVar[str] = "local"
 
-    def __init__(self, context: BackendContext, root: Path, slots: int, python: str) -> None:
+    def __init__(
+        self,
+        context: BackendContext,
+        root: Path,
+        slots: int,
+        python: str,
+        retry: ExponentialRetry | None = None,
+    ) -> None:
         self._context = context
-        self._blobs: BlobServiceClient = context.blob_service
+        self._blobs = transfer_client(context.blob_service, retry or transfer_retry())
         self._layout = LocalLayout(root).ensure()
         self._layout.write_config(slots, python)
         self._locks: dict[str, threading.Lock] = {}
@@ -99,6 +122,10 @@ class LocalBackend:
                 )
             if (state / "ready").exists():
                 return handle  # a repeat: bind to the job that exists
+            ended = read_json(state / "exit.json")
+            if ended is not None and ended.get("stage") != STAGING_FAILED:
+                return handle  # cancelled before its inputs were staged: it stays cancelled
+            (state / "exit.json").unlink(missing_ok=True)  # an earlier staging failed: stage again
             self._prepare(spec, fingerprint)
             (state / "ready").touch()
             self._layout.enqueue(spec.name)
@@ -123,12 +150,21 @@ class LocalBackend:
         for folder in ("inputs", "outputs", "logs"):
             (work / folder).mkdir(parents=True, exist_ok=True)
         try:
-            for item in spec.inputs:
-                self._stage(item, work / "inputs")
-        except ResourceNotFoundError as exc:
-            raise TerminalBackendError(f"an input is missing: {describe_exception(exc)}", backend=self.name) from exc
-        except AzureError as exc:
-            raise TransientBackendError(f"staging inputs failed: {describe_exception(exc)}", backend=self.name) from exc
+            try:
+                for item in spec.inputs:
+                    self._stage(item, work / "inputs")
+            except ResourceNotFoundError as exc:
+                raise TerminalBackendError(
+                    f"an input is missing: {describe_exception(exc)}", backend=self.name
+                ) from exc
+            except AzureError as exc:
+                raise TransientBackendError(
+                    f"staging inputs failed: {describe_exception(exc)}", backend=self.name
+                ) from exc
+        except HasteError as exc:
+            # The job ended before it started: say why on disk, so nothing lists it as running.
+            self._record_exit(spec.name, str(exc), stage=STAGING_FAILED)
+            raise
 
     def status(self, handle: ComputeJobHandle) -> ComputeStatus:
         self._ensure_watcher()
@@ -147,14 +183,13 @@ class LocalBackend:
         supervisor = self._layout.active_pid(name)
         if supervisor is not None and pid_alive(supervisor):
             return ComputeStatus(state=ComputeState.RUNNING if running else ComputeState.QUEUED)
-        # Re-read: the supervisor may have finished between the two checks.
-        ended = read_json(state / "exit.json")
-        if ended is not None:
-            self._finalize(handle, name)
-            return self._ended_status(name, ended)
         if not (state / "ready").exists():
             return ComputeStatus(state=ComputeState.QUEUED, detail="staging inputs")
-        return ComputeStatus(state=ComputeState.FAILED, reason="the local supervisor stopped without recording an exit")
+        ended = self._exit_or_gone(name)
+        if ended is None:  # admitted meanwhile: it is starting
+            return ComputeStatus(state=ComputeState.QUEUED)
+        self._finalize(handle, name)
+        return self._ended_status(name, ended)
 
     def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
         work = self._layout.work(self._name(handle)).resolve()
@@ -220,6 +255,45 @@ class LocalBackend:
         self._stop.set()
 
     # -- internals -------------------------------------------------------------------
+
+    def _exit_or_gone(self, name: str) -> dict[str, object] | None:
+        """The job's exit record; written here if its supervisor is gone without one. None: it is starting.
+
+        Decided under the scheduler's lock: admission takes a job off the
+        queue and records its supervisor under that lock, so a job caught
+        between the two is never mistaken for one whose supervisor died.
+        """
+        state = self._layout.state(name)
+        with self._layout.scheduler_lock():
+            ended = read_json(state / "exit.json")
+            if ended is not None:
+                return ended
+            supervisor = self._layout.active_pid(name)
+            if self._layout.is_waiting(name) or (supervisor is not None and pid_alive(supervisor)):
+                return None
+            running = read_json(state / "running.json")
+            stopped = ""
+            if running and pid_alive(int(running["pid"])):
+                # Nobody would ever record this workload's end: stop it, and say so.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(running["pid"]), signal.SIGKILL)
+                stopped = "; its workload was stopped"
+            if (state / "cancel").exists():  # it was being cancelled: that is what the user asked for
+                ended = self._record_exit(name, "cancelled", cancelled=True)
+            else:
+                what = "after starting the workload" if running else "before starting the workload"
+                reason = f"the local supervisor was killed {what}, so its exit was not recorded{stopped}"
+                log.warning("local job %s: %s", name, reason)
+                ended = self._record_exit(name, reason)
+        self._layout.admit()  # its slot is free again (admission takes the lock itself)
+        return ended
+
+    def _record_exit(
+        self, name: str, reason: str, *, stage: str | None = None, cancelled: bool = False
+    ) -> dict[str, object]:
+        ended: dict[str, object] = {"exitCode": None, "reason": reason, "cancelled": cancelled, "stage": stage}
+        write_json(self._layout.state(name) / "exit.json", {**ended, "endedAt": self._context.clock().isoformat()})
+        return ended
 
     def _name(self, handle: ComputeJobHandle) -> str:
         name = handle.provider_ids.get("name", "")
@@ -332,6 +406,22 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 def _fingerprint(spec: ComputeJobSpec) -> str:
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:32]
+
+
+def transfer_retry() -> ExponentialRetry:
+    """The one retry policy of staging and uploading.
+
+    Waits of about 1, 3, 5, 9 and 17 seconds (±1) between tries, then the call
+    gives up: an outage of half a minute costs nothing, and a longer one
+    fails the step transiently instead of holding its thread for minutes
+    (the SDK's default waits 15 s before its first retry).
+    """
+    return ExponentialRetry(retry_total=5, initial_backoff=1, increment_base=2, random_jitter_range=1)
+
+
+def transfer_client(blobs: BlobServiceClient, retry: ExponentialRetry) -> BlobServiceClient:
+    """A client for the same account as ``blobs`` whose only retry policy is ``retry``."""
+    return BlobServiceClient(account_url=blobs.url, credential=blobs.credential, retry_policy=retry)
 
 
 def create(context: BackendContext) -> LocalBackend:

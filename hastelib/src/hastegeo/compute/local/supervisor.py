@@ -5,6 +5,12 @@ records the exit in ``state/exit.json`` and leaves a marker in ``exited/``
 so the pipeline looks at once. It outlives the Functions host: a host that
 is killed and restarted finds the job's truth on disk.
 
+It records an exit on every path it can see: the workload ending, the time
+limit, a cancellation, the workload failing to start, a signal that stops
+the supervisor itself (the workload is stopped with it, since nobody would
+record its end otherwise), and any exception of its own. Only SIGKILL leaves
+no record; the adapter notices the supervisor is gone and records that.
+
 Standard library only, because one starts for every job.
 """
 
@@ -25,7 +31,45 @@ KILL_GRACE_S = 5.0
 _PYTHON_ALIASES = ("python", "python3")
 
 
+# Signals that stop the supervisor; each is turned into a recorded exit.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Stopped(BaseException):
+    """The supervisor was asked to stop by a signal (a BaseException so no ``except Exception`` eats it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
 def run(layout: LocalLayout, name: str) -> int:
+    """Run the job and record how it ended, whatever happens on the way."""
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _raise_stopped)
+        return _run(layout, name, started)
+    except BaseException as exc:  # every path ends in an exit record
+        _ignore_stop_signals()  # a second signal must not interrupt the record of the first
+        for process in started:
+            _kill_group(process)
+        if isinstance(exc, Stopped):
+            reason = f"the local supervisor was stopped by {exc}; the workload was stopped with it"
+        else:
+            reason = f"the local supervisor failed: {type(exc).__name__}: {exc}"
+        if (layout.state(name) / "exit.json").exists():  # recorded already; only the announcement failed
+            with contextlib.suppress(Exception):
+                _announce(layout, name)
+            return 1
+        return _finish(layout, name, started[0].poll() if started else None, reason)
+
+
+def _run(layout: LocalLayout, name: str, started: list[subprocess.Popen[bytes]]) -> int:
     spec = read_json(layout.job_dir(name) / "spec.json") or {}
     state = layout.state(name)
     work = layout.work(name)
@@ -47,6 +91,7 @@ def run(layout: LocalLayout, name: str) -> int:
             )
     except OSError as exc:
         return _finish(layout, name, None, f"could not start the workload: {exc.strerror or exc}")
+    started.append(process)
     write_json(state / "running.json", {"pid": process.pid, "startedAt": _now()})
 
     reason: str | None = None
@@ -63,15 +108,26 @@ def run(layout: LocalLayout, name: str) -> int:
 
 
 def _finish(layout: LocalLayout, name: str, code: int | None, reason: str | None, *, cancelled: bool = False) -> int:
+    _ignore_stop_signals()  # the record is being written: a late signal must not cut it in half
     write_json(
         layout.state(name) / "exit.json",
         {"exitCode": code, "reason": reason, "cancelled": cancelled, "endedAt": _now()},
     )
+    _announce(layout, name)
+    return 0
+
+
+def _announce(layout: LocalLayout, name: str) -> None:
+    """Free the slot, leave the ``exited/`` marker for the adapter, and admit the next job."""
     with contextlib.suppress(FileNotFoundError):
         (layout.root / "active" / name).unlink()
     (layout.root / "exited" / name).touch()
     layout.admit()
-    return 0
+
+
+def _ignore_stop_signals() -> None:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
