@@ -39,7 +39,7 @@ from hastegeo.workflows.fetch import Fetcher, FetchPolicy, redact_url
 from hastegeo.workflows.outline import OutlineBuilder
 from hastegeo.workflows.params import RASTER_SUFFIXES, input_file, read_params
 from hastegeo.workflows.raster_stats import BandStats
-from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
+from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, iter_files, run_main, write_manifest
 
 WORKLOAD = "imagery"
 IMAGERY_COG = "imagery.tif"
@@ -54,8 +54,8 @@ def _stage_sources(workdir: Workdir, settings: ImageryParams, scratch: Path, pro
     if names is None:
         names = sorted(
             p.relative_to(workdir.inputs).as_posix()
-            for p in workdir.inputs.rglob("*")
-            if p.is_file() and p.suffix.lower() in RASTER_SUFFIXES
+            for p in iter_files(workdir.inputs)
+            if p.suffix.lower() in RASTER_SUFFIXES
         )
         if not names:
             raise WorkloadError("no GeoTIFF found in inputs/ and no 'sources' given")

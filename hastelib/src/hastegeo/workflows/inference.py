@@ -28,7 +28,7 @@ from hastegeo.models.params import InferenceParams
 from hastegeo.workflows import cog, geo
 from hastegeo.workflows.classifier import PixelClassifier, load_model
 from hastegeo.workflows.params import default_raster, default_vector, input_file, read_params
-from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
+from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, iter_files, run_main, write_manifest
 
 WORKLOAD = "inference"
 CLASS_COG = "classes.tif"
@@ -96,7 +96,7 @@ def _model_path(workdir: Workdir, settings: InferenceParams) -> Path:
 
 
 def _buildings_path(workdir: Workdir, settings: InferenceParams) -> Path | None:
-    if settings.buildings is None and not any(workdir.inputs.rglob("buildings.geojson")):
+    if settings.buildings is None and not any(p.name == "buildings.geojson" for p in iter_files(workdir.inputs)):
         return None
     return default_vector(workdir, settings.buildings, "buildings", "buildings.geojson")
 

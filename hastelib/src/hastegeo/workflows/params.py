@@ -11,6 +11,7 @@ library and pydantic only: no geospatial import.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from hastegeo.models.params import Params, first_error, known_keys
-from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError
+from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, iter_files
 
 ParamsT = TypeVar("ParamsT", bound=Params)
 
@@ -50,8 +51,9 @@ def read_params(model: type[ParamsT], params: Mapping[str, Any], progress: Progr
 
 def input_file(workdir: Workdir, name: str, what: str) -> Path:
     """A file under ``inputs/`` named by a parameter; refuses paths that escape inputs/."""
-    root = workdir.inputs.resolve()
-    path = (root / name).resolve()
+    # Lexical, not resolved: on Azure ML every staged input is a link to its mount, outside inputs/.
+    root = Path(os.path.abspath(workdir.inputs))
+    path = Path(os.path.normpath(root / name))
     if not path.is_relative_to(root):
         raise WorkloadError(f"{what} {name!r} is outside inputs/")
     if not path.is_file():
@@ -70,7 +72,7 @@ def default_raster(workdir: Workdir, named: str | None, name: str = "imagery") -
     """
     if named is not None:
         return input_file(workdir, named, "raster")
-    rasters = sorted(p for p in workdir.inputs.rglob("*") if p.is_file() and p.suffix.lower() in RASTER_SUFFIXES)
+    rasters = [p for p in iter_files(workdir.inputs) if p.suffix.lower() in RASTER_SUFFIXES]
     preferred = [p for p in rasters if p.name == "imagery.tif"]
     if len(preferred) == 1:
         return preferred[0]
@@ -86,7 +88,7 @@ def default_vector(workdir: Workdir, named: str | None, name: str, fallback: str
     """``named`` (the value of parameter ``name``), else ``fallback`` (e.g. ``labels.geojson``) under inputs/."""
     if named is not None:
         return input_file(workdir, named, name)
-    matches = sorted(p for p in workdir.inputs.rglob(fallback) if p.is_file())
+    matches = [p for p in iter_files(workdir.inputs) if p.name == fallback]
     if len(matches) != 1:
         found = "none" if not matches else f"{len(matches)} files"
         raise WorkloadError(f"parameter {name!r} not given and {fallback} not found once in inputs/ ({found})")

@@ -119,7 +119,13 @@ def sha256_file(path: Path) -> str:
 
 
 def iter_files(folder: Path) -> Iterator[Path]:
-    for path in sorted(folder.rglob("*")):
+    """Every file under ``folder``, sorted, following linked folders.
+
+    Azure ML mounts each input elsewhere and links it into ``inputs/``; ``rglob`` would not
+    descend into a linked folder, so a chained job's inputs would look empty there.
+    """
+    found = [Path(root, name) for root, _, names in os.walk(folder, followlinks=True) for name in names]
+    for path in sorted(found):
         if path.is_file():
             yield path
 
