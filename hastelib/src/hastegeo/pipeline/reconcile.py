@@ -1,6 +1,7 @@
 """The reconciler (timer ``reconcile``): no job stuck without a deadline, no provider job left behind.
 
-Every run, from blob metadata alone (one listing):
+Every run, from the store's active-jobs index (one listing and one read per unfinished
+job, whatever the number of finished ones; ADR 0011), which the listing also repairs:
 
 - a job past its deadline is failed with the reason, and its provider job cancelled;
 - a job still queued or submitting after a while gets its submit message again
@@ -132,7 +133,7 @@ class ReconcileStep:
             deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=item.job_id, kind="submit"))
             report.resubmitted.append(item.job_id)
         elif item.state in FOLLOWED_STATES:
-            job = deps.store.get(item.job_id)
+            job = item.job or deps.store.get(item.job_id)
             if not job.state.terminal:
                 deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=job.poll_seq))
                 report.rearmed.append(job.id)
