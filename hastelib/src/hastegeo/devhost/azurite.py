@@ -25,7 +25,9 @@ from types import TracebackType
 ACCOUNT_NAME = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
-_LISTENING = re.compile(r"Azurite (Blob|Queue|Table) service (?:is )?successfully (?:listens on|listening at) (http://\S+)")
+_LISTENING = re.compile(
+    r"Azurite (Blob|Queue|Table) service (?:is )?successfully (?:listens on|listening at) (http://\S+)"
+)
 
 
 class AzuriteError(RuntimeError):
