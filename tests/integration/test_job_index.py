@@ -175,3 +175,17 @@ def test_a_repeated_create_at_another_time_leaves_one_listed_job(make_runtime: R
     assert [j.id for j in store.list("p1", states=frozenset({JobState.QUEUED})).jobs] == [job.id]
     assert len(store.unfinished()) == 1
     assert len(names(store, "active/p1/")) == 1
+
+
+def test_jobs_stored_before_the_index_are_indexed_once(make_runtime: RuntimeFactory) -> None:
+    runtime = make_runtime()
+    store = runtime.store
+    running = move(store, store_new(store, created=datetime.now(UTC)), JobState.RUNNING)  # within its deadline
+    ended = move(store, store_new(store), JobState.FAILED)
+    for name in names(store, "active/") + names(store, "ended/"):  # as an older version left them
+        store._container.delete_blob(name)
+    assert store.unfinished() == []
+    runtime.reconcile.run()  # the first sweep of a process indexes what an older version stored
+    assert store.backfill_index() is None  # once per container
+    assert [u.job_id for u in store.unfinished()] == [running.id]
+    assert [j.id for j in store.list("p1", states=frozenset({JobState.FAILED})).jobs] == [ended.id]

@@ -94,6 +94,7 @@ class ReconcileStep:
         self._deps = deps
         # Kept across runs (the timer reuses this step): what is failing right now.
         self._conditions = Conditions()
+        self._indexed = False  # the store's state index is known complete (ADR 0011)
 
     def run(self) -> ReconcileReport:
         report = ReconcileReport()
@@ -108,6 +109,11 @@ class ReconcileStep:
     def _jobs(self, report: ReconcileReport) -> None:
         """Deadlines, lost submit messages and dead poll chains, for every unfinished job."""
         try:
+            if not self._indexed:  # jobs stored before the index get their entries first
+                backfilled = self._deps.store.backfill_index()
+                if backfilled is not None:
+                    log.info("reconcile: indexed %d job(s) stored before the state index", backfilled)
+                self._indexed = True
             unfinished = self._deps.store.unfinished()
         except AzureError as exc:  # storage is down: nothing to sweep this run
             self._failed("jobs", "cannot list the unfinished jobs", exc, report)

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 _JSON = ContentSettings(content_type="application/json")
 _TOKEN_KEY_BLOB = "keys/continuation-tokens"  # noqa: S105 - a blob name, not a secret
+# Present once every job of the container has its active/ended entries (ADR 0011).
+_INDEXED_BLOB = "keys/state-index-v1"
 # A filtered listing examines at most this many index entries per page, then hands
 # back a token, so a rare state never makes one request read the whole project.
 SCAN_LIMIT = 1000
@@ -315,6 +317,29 @@ class JobStore:
                 log.info("index: removing stale entry %s", entry.name)
                 self._delete_entry(entry.name, etag=entry.etag)
         return found
+
+    def backfill_index(self) -> int | None:
+        """Give jobs stored before the state index (ADR 0011) their entries, once per container.
+
+        Returns the number of jobs indexed, or None when the container was indexed already
+        (one storage call). The walk over every document happens once, on the first call
+        after an upgrade; writing an entry twice is harmless, so two callers at once only
+        duplicate work.
+        """
+        marker = self._container.get_blob_client(_INDEXED_BLOB)
+        if marker.exists():
+            return None
+        ids = [
+            str(blob.name).removeprefix("jobs/").removesuffix(".json")
+            for blob in self._container.list_blobs(name_starts_with="jobs/")
+        ]
+        indexed = 0
+        for job in self._lister.map(self.find, ids):
+            if job is not None:
+                list(self._lister.map(self._put_entry, index.entry_names(job)))
+                indexed += 1
+        marker.upload_blob(b"", overwrite=True)
+        return indexed
 
     def save_rejection(self, key: str, document: dict[str, object]) -> str:
         """Keep a rejected upstream request for operators (``rejected/<key>.json``). Returns the blob name."""
