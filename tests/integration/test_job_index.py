@@ -189,3 +189,13 @@ def test_jobs_stored_before_the_index_are_indexed_once(make_runtime: RuntimeFact
     assert store.backfill_index() is None  # once per container
     assert [u.job_id for u in store.unfinished()] == [running.id]
     assert [j.id for j in store.list("p1", states=frozenset({JobState.FAILED})).jobs] == [ended.id]
+
+
+def test_a_document_that_does_not_parse_neither_stops_the_sweep_nor_loses_its_entries(
+    make_runtime: RuntimeFactory,
+) -> None:
+    store = make_runtime().store
+    broken, fine = store_new(store), store_new(store, created=NOW + timedelta(minutes=1))
+    store._container.upload_blob(JobStore.document_name(broken.id), b'{"id": "not a job"}', overwrite=True)
+    assert [u.job_id for u in store.unfinished(now=datetime.now(UTC) + timedelta(hours=1))] == [fine.id]
+    assert len(names(store, "active/p1/")) == 2  # the broken job's entry is kept for an operator to see

@@ -62,6 +62,13 @@ ORPHAN_ENTRY_GRACE_S = 600.0
 Versioned = tuple[Job, str]  # a job and the ETag it was read or written with
 
 
+class _Unreadable:
+    """A stored document that does not parse (see :meth:`JobStore._find_readable`)."""
+
+
+_UNREADABLE = _Unreadable()
+
+
 @dataclass(frozen=True)
 class Unfinished:
     """What the reconciler needs to know about a job without reading its document."""
@@ -307,7 +314,10 @@ class JobStore:
             for project in [index.project_of_active(str(blob.name))]
         ]
         found = []
-        for entry, job in zip(entries, self._lister.map(self.find, [e.position.job_id for e in entries]), strict=True):
+        read = self._lister.map(self._find_readable, [e.position.job_id for e in entries])
+        for entry, job in zip(entries, read, strict=True):
+            if isinstance(job, _Unreadable):
+                continue  # logged; its entries stay until the document can be read
             if job is not None and index.matches(entry, job, index.project_of_active(entry.name), None):
                 if not job.state.terminal:
                     found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))
@@ -334,12 +344,24 @@ class JobStore:
             for blob in self._container.list_blobs(name_starts_with="jobs/")
         ]
         indexed = 0
-        for job in self._lister.map(self.find, ids):
-            if job is not None:
+        for job in self._lister.map(self._find_readable, ids):
+            if isinstance(job, Job):
                 list(self._lister.map(self._put_entry, index.entry_names(job)))
                 indexed += 1
         marker.upload_blob(b"", overwrite=True)
         return indexed
+
+    def _find_readable(self, job_id: str) -> Job | _Unreadable | None:
+        """:meth:`find`, but a document that does not parse is logged and answered with :data:`_UNREADABLE`.
+
+        Sweeps use it: one bad record must neither stop them nor pass for a missing one
+        (whose entries would be deleted).
+        """
+        try:
+            return self.find(job_id)
+        except ValueError as exc:
+            log.warning("job %s: the stored document cannot be read (%s)", job_id, type(exc).__name__)
+            return _UNREADABLE
 
     def save_rejection(self, key: str, document: dict[str, object]) -> str:
         """Keep a rejected upstream request for operators (``rejected/<key>.json``). Returns the blob name."""
