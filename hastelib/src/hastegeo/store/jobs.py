@@ -339,15 +339,15 @@ class JobStore:
         marker = self._container.get_blob_client(_INDEXED_BLOB)
         if marker.exists():
             return None
-        ids = [
+        ids = (
             str(blob.name).removeprefix("jobs/").removesuffix(".json")
             for blob in self._container.list_blobs(name_starts_with="jobs/")
-        ]
+        )
         indexed = 0
-        for job in self._lister.map(self._find_readable, ids):
-            if isinstance(job, Job):
-                list(self._lister.map(self._put_entry, index.entry_names(job)))
-                indexed += 1
+        while chunk := builtins.list(islice(ids, 500)):  # bounded memory, however many jobs
+            jobs = [job for job in self._lister.map(self._find_readable, chunk) if isinstance(job, Job)]
+            builtins.list(self._lister.map(self._put_entry, [name for job in jobs for name in index.entry_names(job)]))
+            indexed += len(jobs)
         marker.upload_blob(b"", overwrite=True)
         return indexed
 
