@@ -71,7 +71,7 @@ _UNREADABLE = _Unreadable()
 
 @dataclass(frozen=True)
 class Unfinished:
-    """What the reconciler needs to know about a job without reading its document."""
+    """What the reconciler needs to know about an unfinished job (read from its document)."""
 
     job_id: str
     state: JobState | None
