@@ -68,7 +68,9 @@ def run(jobs: int, rate: float, burst: int, workdir: Path) -> dict[str, Any]:
         "HASTE_SUBMIT_RATE_PER_S": str(rate),
         "HASTE_SUBMIT_BURST": str(burst),
         # Every process the stack starts counts its storage calls into calls/.
-        "PYTHONPATH": os.pathsep.join([str(BENCH / "counting_site"), str(BENCH.parents[1])]),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(BENCH / "counting_site"), str(BENCH.parents[1]), os.environ.get("PYTHONPATH")])
+        ),
         "HASTE_BENCH_CALLS_DIR": str(workdir / "calls"),
     }
     (workdir / "calls").mkdir(parents=True, exist_ok=True)
