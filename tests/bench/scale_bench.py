@@ -84,7 +84,7 @@ def finished_blobs(count: int, start: int) -> Iterator[tuple[str, bytes, dict[st
             yield name, b"", {}, "application/octet-stream"
 
 
-def timed(operation: Callable[[], Any], repeat: int) -> tuple[float, float, int]:
+def timed(operation: Callable[[], Any], repeat: int, endpoints: list[str]) -> tuple[float, float, int]:
     """Fastest and median seconds of ``repeat`` runs, and the storage calls of one run.
 
     The fastest run is the operation's own cost; on a machine shared with other work the
@@ -92,21 +92,21 @@ def timed(operation: Callable[[], Any], repeat: int) -> tuple[float, float, int]
     """
     times, calls = [], 0
     for _ in range(repeat):
-        before = storage_calls.total()
+        before = storage_calls.total(endpoints)
         started = time.perf_counter()
         operation()
         times.append(time.perf_counter() - started)
-        calls = storage_calls.total() - before
+        calls = storage_calls.total(endpoints) - before
     return min(times), statistics.median(times), calls
 
 
-def measure(runtime: Runtime, probe: str, repeat: int) -> dict[str, tuple[float, float, int]]:
-    running, store = frozenset({JobState.RUNNING}), runtime.store
+def measure(runtime: Runtime, azurite: Azurite, probe: str, repeat: int) -> dict[str, tuple[float, float, int]]:
+    running, store, at = frozenset({JobState.RUNNING}), runtime.store, [azurite.blob_url, azurite.queue_url]
     results = {
-        "reconciler pass": timed(runtime.reconcile.run, repeat),
-        "first page": timed(lambda: store.list(PROJECT), repeat),
-        "first page, state=running": timed(lambda: store.list(PROJECT, states=running), repeat),
-        "one read": timed(lambda: store.get(probe), repeat),
+        "reconciler pass": timed(runtime.reconcile.run, repeat, at),
+        "first page": timed(lambda: store.list(PROJECT), repeat, at),
+        "first page, state=running": timed(lambda: store.list(PROJECT, states=running), repeat, at),
+        "one read": timed(lambda: store.get(probe), repeat, at),
     }
     page = store.list(PROJECT, states=running)
     if len(page.jobs) != RUNNING or any(job.state is not JobState.RUNNING for job in page.jobs):
@@ -146,7 +146,7 @@ def run(sizes: list[int], repeat: int, workdir: Path) -> dict[int, dict[str, tup
             spent = time.perf_counter() - started
             print(f"seeded {size - seeded} finished jobs in {spent:.1f}s (written beside a stopped Azurite, restarted)")
             seeded = size
-            results[size] = measure(runtime, running[0].id, repeat)
+            results[size] = measure(runtime, azurite, running[0].id, repeat)
             for name, (fastest, median, calls) in results[size].items():
                 print(
                     f"  {size:>7} finished  {name:<28} {fastest * 1000:8.1f} ms (median {median * 1000:7.1f})"

@@ -17,6 +17,7 @@ import json
 import os
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -24,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 from azure.core.pipeline.transport import RequestsTransport
 
 COUNTS: Counter[str] = Counter()
+HOSTS: Counter[str] = Counter()  # the same requests by endpoint (host:port), to tell one Azurite from another
 _lock = threading.Lock()
 _installed = False
 
@@ -54,14 +56,18 @@ def install() -> None:
         def send(self: RequestsTransport, request: Any, **kwargs: Any) -> Any:
             with _lock:
                 COUNTS[operation(request.method, request.url)] += 1
+                HOSTS[urlsplit(request.url).netloc] += 1
             return original(self, request, **kwargs)
 
         RequestsTransport.send = send  # type: ignore[method-assign]
 
 
-def total() -> int:
+def total(endpoints: Iterable[str] | None = None) -> int:
+    """Requests sent so far; with ``endpoints`` (URLs), only those sent to them."""
     with _lock:
-        return sum(COUNTS.values())
+        if endpoints is None:
+            return sum(COUNTS.values())
+        return sum(HOSTS[urlsplit(url).netloc] for url in set(endpoints))
 
 
 def snapshot() -> Counter[str]:
