@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from hastegeo.store.queues import ALL_QUEUES
 from hastegeo_dev.devhost.functions import discover, load_app
@@ -223,3 +224,15 @@ def test_the_package_installs_in_a_clean_venv_and_indexes_like_the_development_h
     for timer in host.timers:
         from_host[timer.name] = ("timer", timer.schedule)
     assert from_host == served
+
+
+def test_every_deploy_path_ships_the_built_package() -> None:
+    """azd packs the root with .funcignore after `make package` checked it; the workflow uploads the zip."""
+    api = yaml.safe_load((REPO / "azure.yaml").read_text(encoding="utf-8"))["services"]["api"]
+    assert api["project"] == "."
+    assert api["remoteBuild"] is True
+    assert api["hooks"]["prepackage"]["posix"]["run"] == "make package"
+    workflow = (REPO / ".github" / "workflows" / "deploy.yml").read_text(encoding="utf-8")
+    assert "make package" in workflow
+    assert "--src dist/function-app.zip --build-remote true" in workflow
+    assert ".python_packages" not in workflow, "the platform builds; nothing is pre-installed into the zip"
