@@ -62,7 +62,8 @@ chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs,
 	CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q
 
 package: ## Build the one deployment package: $(PACKAGE_DIR)/function-app.zip and its unpacked folder (docs/deploy.md)
-	PYTHONPATH=hastelib/dev/src $(PYTHON) -m hastegeo_dev.package --out $(PACKAGE_DIR)
+	@# Standard library only (Python 3.11+): azd's prepackage hook and the deploy workflow need no .venv.
+	PYTHONPATH=hastelib/dev/src $$(command -v $(PYTHON) || command -v python3) -m hastegeo_dev.package --out $(PACKAGE_DIR)
 
 clean: ## Remove the virtualenv, npm packages, caches and the deployment package
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .haste dist

@@ -119,17 +119,6 @@ def test_ignore_rules_that_strip_a_file_the_remote_build_needs_are_refused(
     assert not (tmp_path / "o" / "function-app.zip").exists(), "nothing is written when a needed file is missing"
 
 
-def test_the_repository_rules_keep_every_build_file(tmp_path: Path) -> None:
-    """The rules azd and func read from the repository root pass the same check (and ship the same files)."""
-    root = tmp_path / "repo"
-    shutil.copytree(REPO, root, ignore=shutil.ignore_patterns(".git", ".venv", "node_modules", "dist", ".*cache"))
-    first = _run(
-        [sys.executable, "-m", "hastegeo_dev.package", "--root", str(root), "--out", str(tmp_path / "a")], REPO
-    )
-    assert first.returncode == 0, first.stderr
-    assert {name.split("/")[0] for name in _names(tmp_path / "a")} == SHIPPED_TOP_LEVEL
-
-
 def _index(python: Path | str, app_dir: Path) -> dict[str, Any]:
     done = _run([str(python), "-I", str(INDEX_SCRIPT)], app_dir, timeout=180)
     assert done.returncode == 0, done.stderr
