@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.runtime import Runtime, build_runtime
+from hastegeo_dev.devhost.azurite import Azurite
 
 RuntimeFactory = Callable[..., Runtime]
 

@@ -22,14 +22,14 @@ from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.registry import DEFAULT_FACTORIES
 from hastegeo.config import get_settings
-from hastegeo.devhost.azurite import Azurite
-from hastegeo.devhost.functions import load_app
-from hastegeo.devhost.host import DevHost
-from hastegeo.devhost.queue_driver import DriverOptions
 from hastegeo.runtime import reset_runtime
-from hastegeo.testing.aml_standin import StandInMLClient
 from hastegeo.workflows.artifacts import package
 from hastegeo.workflows.runtime import WORKDIR_VARIABLE, iter_files, run_main
+from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.devhost.functions import load_app
+from hastegeo_dev.devhost.host import DevHost
+from hastegeo_dev.devhost.queue_driver import DriverOptions
+from hastegeo_dev.testing.aml_standin import StandInMLClient
 
 pytestmark = [pytest.mark.azurite]
 REPO = Path(__file__).resolve().parents[2]

@@ -12,13 +12,13 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import ACCOUNT_KEY, Azurite
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import JobMessage
-from hastegeo.testing.batch_service import BatchTestService
+from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, Azurite
+from hastegeo_dev.testing.batch_service import BatchTestService
 
 from .conftest import drive, put_input, request
 

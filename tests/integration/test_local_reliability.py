@@ -22,8 +22,8 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJob
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
+from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite
 

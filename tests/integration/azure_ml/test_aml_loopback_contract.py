@@ -39,7 +39,7 @@ from hastegeo.compute.azure_ml.client import create_ml_client
 from hastegeo.compute.azure_ml.entities import fingerprint
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeState
-from hastegeo.devhost.azurite import Azurite
+from hastegeo_dev.devhost.azurite import Azurite
 from tests.unit.azure_ml.aml_support import context_settings, make_spec
 
 pytestmark = [

@@ -19,9 +19,9 @@ from hastegeo.compute.azure_ml.entities import TAG_CODE_HASH, job_name
 from hastegeo.compute.azure_ml.settings import AmlMode
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import ComputeBackend, ComputeJobSpec, ComputeState
-from hastegeo.devhost.azurite import Azurite
-from hastegeo.testing.aml_standin import StandInMLClient, http_error
 from hastegeo.utils.errors import ConfigurationError, TerminalBackendError, TransientBackendError
+from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.testing.aml_standin import StandInMLClient, http_error
 from tests.unit.azure_ml.aml_support import context_settings, make_spec
 
 pytestmark = pytest.mark.azurite

@@ -13,8 +13,8 @@ from azure.ai.ml.exceptions import (  # noqa: TID251
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
 from hastegeo.compute.azure_ml.errors import Kind, classify, translate, with_retry
-from hastegeo.testing.aml_standin import http_error, label_not_found
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
+from hastegeo_dev.testing.aml_standin import http_error, label_not_found
 
 
 def _asset_error_caused_by(cause: BaseException) -> AssetException:

@@ -1,7 +1,7 @@
 """The slice of ``MLClient`` the backend uses, and the one factory that builds the real one.
 
 The adapter and the CLI receive a client through :data:`ClientFactory`, so
-tests pass :class:`hastegeo.testing.aml_standin.StandInMLClient` (same
+tests pass :class:`hastegeo_dev.testing.aml_standin.StandInMLClient` (same
 surface, real SDK entities and exceptions) and never patch anything.
 
 Retries: the SDK's HTTP pipeline is built with ``retry_total=0`` so that one
