@@ -2,12 +2,13 @@
 
 Submit stages the inputs from blob into the job's working directory and
 queues it; a small per-job supervisor (see :mod:`.supervisor`) runs the
-workload when a slot is free. When the workload has exited, the first
-``status`` call uploads ``outputs/**`` and ``logs/**`` to the job's blob
-prefix — the same layout Azure Batch output files produce — before it
-reports the end, so post-processing reads the same blobs on every backend.
-Uploading here rather than in the supervisor keeps the Azure SDK out of the
-process that starts for every job (see ADR 0002).
+workload when a slot is free. ``status`` only reports. Once the workload has
+ended, :meth:`LocalBackend.collect_outputs` (the contract's explicit step,
+which the execution service takes before it reports an end) uploads
+``outputs/**`` and ``logs/**`` to the job's blob prefix — the same layout
+Azure Batch output files produce — so post-processing reads the same blobs on
+every backend. Uploading here rather than in the supervisor keeps the Azure
+SDK out of the process that starts for every job (see ADR 0002).
 
 Storage may stop answering for a while. Staging and uploading go through a
 client of their own whose azure-core retry policy is the one owner of
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import logging
 import os
 import shutil
@@ -43,11 +43,13 @@ from azure.storage.blob import BlobClient, BlobServiceClient, ExponentialRetry
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
     BlobLocation,
+    ComputeBackend,
     ComputeJobHandle,
     ComputeJobSpec,
     ComputeState,
     ComputeStatus,
     InputFile,
+    OutputRead,
 )
 from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
 from hastegeo.utils.errors import (
@@ -66,7 +68,7 @@ WATCH_INTERVAL_S = 0.05
 STAGING_FAILED = "staging"  # exit.json "stage" of a job whose inputs could not be staged
 
 
-class LocalBackend:
+class LocalBackend(ComputeBackend):
     name: ClassVar[str] = "local"
 
     def __init__(
@@ -102,7 +104,7 @@ class LocalBackend:
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
         self._ensure_watcher()
-        fingerprint = _fingerprint(spec)
+        fingerprint = spec.fingerprint()
         job_dir = self._layout.job_dir(spec.name)
         state = self._layout.state(spec.name)
         handle = ComputeJobHandle(
@@ -174,7 +176,6 @@ class LocalBackend:
             return ComputeStatus(state=ComputeState.FAILED, reason="the local job's files are gone")
         ended = read_json(state / "exit.json")
         if ended is not None:
-            self._finalize(handle, name)
             return self._ended_status(name, ended)
         if self._layout.is_waiting(name):
             self._layout.admit()
@@ -188,21 +189,32 @@ class LocalBackend:
         ended = self._exit_or_gone(name)
         if ended is None:  # admitted meanwhile: it is starting
             return ComputeStatus(state=ComputeState.QUEUED)
-        self._finalize(handle, name)
         return self._ended_status(name, ended)
 
-    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
-        work = self._layout.work(self._name(handle)).resolve()
-        target = (work / path).resolve()
-        if not target.is_relative_to(work):
-            return None
-        try:
-            return target.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
+    def collect_outputs(self, handle: ComputeJobHandle) -> None:
+        """Upload ``outputs/**`` and ``logs/**`` of an ended job once; a crash midway simply uploads again.
 
-    def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
-        """The file's bytes from ``offset`` on (at most 64 KiB), or None if it does not exist."""
+        Raises:
+            TransientBackendError: storage stayed unavailable past the transfer budget.
+        """
+        name = self._name(handle)
+        if not (self._layout.state(name) / "exit.json").exists():
+            return  # not ended (or its files are gone): nothing final to upload
+        try:
+            self._upload(handle, name)
+        except AzureError as exc:
+            raise TransientBackendError(
+                f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
+            ) from exc
+
+    def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
+        """The file from the job's working directory (this machine); no data when it is not there."""
+        return OutputRead(data=self.read_output_tail(handle, path, 0, limit=None))
+
+    def read_output_tail(
+        self, handle: ComputeJobHandle, path: str, offset: int, limit: int | None = TAIL_MAX_BYTES
+    ) -> bytes | None:
+        """The file's bytes from ``offset`` on (at most ``limit``), or None if it does not exist."""
         work = self._layout.work(self._name(handle)).resolve()
         target = (work / path).resolve()
         if not target.is_relative_to(work):
@@ -210,7 +222,7 @@ class LocalBackend:
         try:
             with target.open("rb") as handle_file:
                 handle_file.seek(offset)
-                return handle_file.read(TAIL_MAX_BYTES)
+                return handle_file.read(limit if limit is not None else -1)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
@@ -245,7 +257,7 @@ class LocalBackend:
             active.append((str(spec["jobId"]), handle))
         return active
 
-    def cleanup(self, handle: ComputeJobHandle) -> None:
+    def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> None:
         """Delete the working directory once its files are safely in blob; keep the state."""
         name = self._name(handle)
         if (self._layout.state(name) / "uploaded").exists():
@@ -322,15 +334,6 @@ class LocalBackend:
         with target.open("wb") as handle:
             blob.download_blob().readinto(handle)
 
-    def _finalize(self, handle: ComputeJobHandle, name: str) -> None:
-        """Upload outputs/** and logs/** once; a crash midway simply uploads again."""
-        try:
-            self._upload(handle, name)
-        except AzureError as exc:
-            raise TransientBackendError(
-                f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
-            ) from exc
-
     def _upload(self, handle: ComputeJobHandle, name: str) -> None:
         state = self._layout.state(name)
         if (state / "uploaded").exists():
@@ -402,10 +405,6 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _fingerprint(spec: ComputeJobSpec) -> str:
-    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:32]
 
 
 def transfer_retry() -> ExponentialRetry:
