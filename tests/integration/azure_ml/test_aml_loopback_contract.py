@@ -36,7 +36,6 @@ from cryptography.x509.oid import NameOID
 
 from hastegeo.compute.azure_ml.adapter import create
 from hastegeo.compute.azure_ml.client import create_ml_client
-from hastegeo.compute.azure_ml.entities import fingerprint
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeState
 from hastegeo.devhost.azurite import Azurite
@@ -239,7 +238,7 @@ def test_real_ml_client_submits_the_pinned_job_body(
                 "job": "job-0001",
                 "workload": "imagery",
                 "haste_job_id": "job-0001",
-                "haste_fingerprint": fingerprint(spec),
+                "haste_fingerprint": spec.fingerprint(),
             },
             "environmentVariables": {
                 "HASTE_PARAMS_JSON": '{"bands": 3}',
