@@ -15,7 +15,7 @@ from azure.core.exceptions import ServiceRequestError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.azure_ml.adapter import SUBMISSION_RECORD, AzureMLBackend, create
-from hastegeo.compute.azure_ml.entities import TAG_CODE_HASH, job_name
+from hastegeo.compute.azure_ml.entities import TAG_CODE_HASH, build_command_job, job_name
 from hastegeo.compute.azure_ml.settings import AmlMode
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import ComputeBackend, ComputeJobSpec, ComputeState
@@ -91,6 +91,24 @@ def test_submit_status_read_output_lifecycle(harness: Harness) -> None:
     assert record["codeSha256"] is None
     harness.backend.cleanup(handle)  # a no-op that says so
     assert harness.client.count("jobs.create_or_update") == 1
+
+
+def test_list_active_names_our_unfinished_jobs_only(harness: Harness) -> None:
+    running, done = harness.spec("job-0001"), harness.spec("job-0002")
+    handle = harness.backend.submit(running)
+    harness.backend.submit(done)
+    harness.client.set_status(job_name(done), "Completed")
+    aml = harness.context.settings.aml
+    someone_else = build_command_job(harness.spec("job-0003"), aml, environment="azureml:x:1")
+    someone_else.name, someone_else.tags = "someone-else", {"project": "p1"}
+    harness.client.jobs.create_or_update(someone_else)  # in the workspace, without our job-id tag
+    listed = harness.backend.list_active()
+    assert [(ours, h.provider_ids["job_name"]) for ours, h in listed] == [("job-0001", handle.provider_ids["job_name"])]
+    harness.client.set_status(job_name(running), "Failed")
+    assert harness.backend.list_active() == []
+    harness.client.fail("jobs.list", http_error(403, "AuthorizationFailed", "not allowed"))
+    with pytest.raises(TerminalBackendError, match="list jobs"):
+        harness.backend.list_active()
 
 
 def test_resubmit_binds_instead_of_submitting_twice(harness: Harness) -> None:
