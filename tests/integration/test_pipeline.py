@@ -224,11 +224,11 @@ def test_follow_on_inherits_the_backend_links_to_its_parent_and_is_created_once(
     cleanup = runtime.deps.service.cleanup
     crashes = []
 
-    def crash_once(handle: Any) -> str | None:
+    def crash_once(handle: Any, unavailable_reason: str | None = None) -> str | None:
         if not crashes:
             crashes.append(handle)
             raise RuntimeError("the worker died")
-        return cleanup(handle)
+        return cleanup(handle, unavailable_reason)
 
     runtime.deps.service.cleanup = crash_once  # type: ignore[method-assign]
     runtime.submit.handle(JobMessage(job_id=parent.id, kind="submit"))
