@@ -56,7 +56,12 @@ def lazy_factory(path: str) -> BackendFactory:
 
     def build(context: BackendContext) -> ComputeBackend:
         module_name, _, attribute = path.partition(":")
-        factory: BackendFactory = getattr(importlib.import_module(module_name), attribute)
+        try:
+            factory: BackendFactory = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            from hastegeo.utils.errors import ConfigurationError
+
+            raise ConfigurationError(f"Backend factory {path!r} cannot be loaded: {type(exc).__name__}: {exc}") from exc
         return factory(context)
 
     return build

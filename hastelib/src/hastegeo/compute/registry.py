@@ -93,9 +93,7 @@ class BackendRegistry:
 def _build(descriptor: BackendDescriptor, context: BackendContext) -> ComputeBackend:
     try:
         return descriptor.factory(context)
-    except HasteError:
+    except HasteError:  # ConfigurationError names the setting (or the factory that cannot be loaded)
         raise
-    except (ImportError, AttributeError) as exc:
-        raise ConfigurationError(f"Backend {descriptor.name!r} cannot be loaded: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:
         raise ConfigurationError(f"Backend {descriptor.name!r} failed to start: {type(exc).__name__}: {exc}") from exc
