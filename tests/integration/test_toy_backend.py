@@ -14,24 +14,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import azure.functions as func
 import pytest
 
-import function_app
 from api.openapi import openapi_document
-from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.cli.main import build_parser
 from hastegeo.compute.registry import backend_names, descriptors
 from hastegeo.config import load_settings
 from hastegeo.runtime import get_runtime
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import ConfigurationError, InvalidJobError
+from tests.integration.test_api import call  # the Functions app is indexed once per process
 
 pytestmark = pytest.mark.azurite
 
 TOY_FOLDER = Path(__file__).resolve().parents[1] / "support" / "toy_backend"
-FUNCTIONS = {f.get_function_name(): f.get_user_function() for f in function_app.app.get_functions()}
-CALLER = encode_principal(Principal("ana@example.com", "oid-ana", frozenset({Role.SUBMITTER}), frozenset({"p1"})))
 
 
 def _forget() -> None:
@@ -50,13 +46,6 @@ def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[Any]]:
     _forget()
 
 
-def call(name: str, method: str, url: str, body: Any = None) -> tuple[int, Any]:
-    raw = b"" if body is None else json.dumps(body).encode()
-    request = func.HttpRequest(method=method, url=url, body=raw, headers={PRINCIPAL_HEADER: CALLER})
-    response = FUNCTIONS[name](request)
-    return response.status_code, json.loads(response.get_body() or b"null")
-
-
 def test_without_the_folder_the_toy_is_unknown_everywhere() -> None:
     _forget()
     assert "toy" not in backend_names()
@@ -72,7 +61,7 @@ def test_the_toy_is_routed_listed_accepted_and_given_the_job(toy: type[Any], api
 
     # Routing, with the reason it takes no other workload.
     assert runtime.deps.router.resolve("toy", "artifacts", "job-1") == "toy"
-    status, listing = call("list_backends", "GET", "/api/backends")
+    status, listing, _ = call("list_backends", "GET", "/api/backends")
     assert status == 200
     (entry,) = [backend for backend in listing["backends"] if backend["name"] == "toy"]
     assert entry["workloads"] == ["artifacts"]
@@ -90,7 +79,7 @@ def test_the_toy_is_routed_listed_accepted_and_given_the_job(toy: type[Any], api
     runtime.blobs.get_container_client(runtime.settings.storage.inputs_container).upload_blob("p1/a.txt", b"alpha")
     request = {"workload": args.workload, "projectId": args.project, "backend": args.backend}
     request["inputs"] = [{"blob": "p1/a.txt"}]
-    status, job = call("submit_job", "POST", "/api/jobs", request)
+    status, job, _ = call("submit_job", "POST", "/api/jobs", request)
     assert status == 202, job
     assert job["backend"] == "toy"
     runtime.submit.handle(JobMessage(job_id=job["id"], kind="submit"))
