@@ -81,7 +81,7 @@ class ComputeJobHandle(_Frozen):
 
     backend: str
     provider_ids: dict[str, str]
-    output: BlobLocation
+    output: BlobLocation = BlobLocation(container="", path="")  # empty: found by a listing (cancel needs none)
     submitted_at: datetime
     notes: str | None = None
 

@@ -29,7 +29,6 @@ from hastegeo.compute.azure_batch.status import CANCEL_REASON, task_view, to_sta
 from hastegeo.compute.azure_batch.taskspec import JOB_ID_METADATA
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
-    BlobLocation,
     ComputeBackend,
     ComputeJobHandle,
     ComputeJobSpec,
@@ -164,7 +163,6 @@ class BatchBackend(ComputeBackend):
             handle = ComputeJobHandle(
                 backend=self.name,
                 provider_ids={"job_id": job.id, "task_id": job.id, "pool_id": getattr(job.pool_info, "pool_id", "")},
-                output=BlobLocation(container="", path=""),  # unknown here; cancel does not need it
                 submitted_at=job.creation_time or self._clock(),
             )
             active.append((ours, handle))

@@ -41,7 +41,6 @@ from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
 from hastegeo.compute.azure_ml.status import TERMINAL_STATUSES, map_status, status_text
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
-    BlobLocation,
     ComputeBackend,
     ComputeJobHandle,
     ComputeJobSpec,
@@ -206,7 +205,6 @@ class AzureMLBackend(ComputeBackend):
             handle = ComputeJobHandle(
                 backend=BACKEND,
                 provider_ids={"job_name": job.name, "experiment": experiment},
-                output=BlobLocation(container="", path=""),  # unknown here; cancel does not need it
                 submitted_at=created if isinstance(created, datetime) else self._clock(),
             )
             active.append((str(ours), handle))
