@@ -46,7 +46,7 @@ def batch_runtime(azurite: Azurite, unique: str, tmp_path: object) -> Iterator[t
     runtime = build_runtime(load_settings(env), sleep=sleeps.append)
     yield runtime, service
     for adapter in runtime.registry.built().values():
-        getattr(adapter, "close", lambda: None)()
+        adapter.close()
     service.stop()
 
 

@@ -61,7 +61,7 @@ def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: 
     reset_runtime()
     yield clean_env
     for adapter in get_runtime().registry.built().values():
-        getattr(adapter, "close", lambda: None)()
+        adapter.close()
     reset_runtime()
     get_settings.cache_clear()
 
