@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.models.history import make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
@@ -42,6 +41,7 @@ from hastegeo.pipeline.deps import new_job_id, record
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store import index
 from hastegeo.store.jobs import JobStore
+from hastegeo_dev.devhost.azurite import Azurite
 from tests.bench import storage_calls
 from tests.bench.azurite_seed import append_blobs
 
