@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hastegeo.devhost.functions import discover
-from hastegeo.devhost.routes import MethodNotAllowed, RouteError, RouteMatch, RouteTable, compile_route
+from hastegeo_dev.devhost.functions import discover
+from hastegeo_dev.devhost.routes import MethodNotAllowed, RouteError, RouteMatch, RouteTable, compile_route
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,12 @@ class OutputReader:
         self._blobs = blobs
         self._service = service
 
-    def open(self, handle: ComputeJobHandle, notes: Callable[[str], None]) -> OutputAccess:
-        """Access to ``handle``'s outputs; ``notes`` receives what the operator should read (e.g. a fallback used).
+    def open(self, handle: ComputeJobHandle, notes: Callable[[str], None], gone: Callable[[str], None]) -> OutputAccess:
+        """Access to ``handle``'s outputs.
+
+        ``notes`` receives what the operator should read (a fallback was used);
+        ``gone`` receives why the provider could not serve a file (so cleanup
+        need not touch that node).
 
         Blob reads are cached for the life of the access: checks read the same
         small files more than once (the manifest, then a workload's own check).
@@ -52,9 +56,12 @@ class OutputReader:
         unreadable: dict[str, str] = {}  # path → why neither copy could be read (both causes)
 
         def read(path: str) -> bytes | None:
-            def remember(line: str) -> None:
-                unreadable[path] = line
-
-            return self._service.read_output(handle, path, notes, remember)
+            served = self._service.read_output(handle, path)
+            for line, kept in ((served.fallback_note, notes), (served.unavailable_reason, gone)):
+                if line:
+                    kept(line)
+            if served.unreadable:
+                unreadable[path] = served.unreadable
+            return served.data
 
         return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)

@@ -192,7 +192,8 @@ class PollStep:
         assert job.handle is not None
         processor = deps.processors[job.workload]
         notes: list[str] = []
-        access = self._outputs.open(job.handle, notes.append)
+        gone: list[str] = []  # why the provider could not serve a file: cleanup need not touch that node
+        access = self._outputs.open(job.handle, notes.append, gone.append)
         try:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
@@ -205,7 +206,7 @@ class PollStep:
         # Follow-ons are created before the success is written, under keys
         # derived from this job: a crash and a retry find them, never twice.
         follow_ons = self._start_follow_ons(job, processor.follow_ons(job))
-        note = deps.service.cleanup(job.handle)
+        note = deps.service.cleanup(job.handle, gone[0] if gone else None)
 
         def done(current: Job) -> Job | None:
             if current.state is not JobState.POSTPROCESSING:
