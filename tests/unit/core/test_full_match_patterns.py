@@ -23,7 +23,13 @@ from hastegeo.models.paths import check_relative_path
 from hastegeo_dev.devhost.routes import compile_route
 
 ROOT = Path(__file__).resolve().parents[3]
-SCANNED = [ROOT / "hastelib" / "src", ROOT / "api", ROOT / "function_app.py", ROOT / ".github" / "scripts"]
+SCANNED = [
+    ROOT / "hastelib" / "src",
+    ROOT / "hastelib" / "dev" / "src",
+    ROOT / "api",
+    ROOT / "function_app.py",
+    ROOT / ".github" / "scripts",
+]
 RE_FUNCTIONS = {"compile", "match", "search", "fullmatch", "sub", "subn", "split", "findall", "finditer"}
 
 
