@@ -56,7 +56,9 @@ class CrashOn:
 
 def move(store: JobStore, job: Job, state: JobState) -> Job:
     for step in PATHS[state]:
-        job = store.update(job.id, lambda j, s=step: record(j, now=NOW, limit=50, message=s.value, source="t", state=s))
+        job = store.update(
+            job.id, lambda j, s=step: record(j, now=NOW, limit=50, message=s.value, source="t", state=s)
+        ).job
     return job
 
 
