@@ -168,6 +168,20 @@ class AuthSettings(_Section):
         "members of a group belong to its project.",
     )
 
+    client_id: str = Field(
+        "",
+        alias="HASTE_AUTH_CLIENT_ID",
+        pattern=r"^([0-9a-fA-F-]{36})?$",
+        description="Client id of the app registration App Service authentication validates tokens for; the web "
+        "console signs in with it (empty: no sign-in, as in development, where the host supplies the caller).",
+    )
+    tenant_id: str = Field(
+        "",
+        alias="HASTE_AUTH_TENANT_ID",
+        pattern=r"^([0-9a-zA-Z.-]{1,253})?$",
+        description="Entra tenant of that app registration (a tenant id or domain), for the web console's sign-in.",
+    )
+
     @field_validator("project_groups")
     @classmethod
     def _project_ids(cls, value: dict[str, str]) -> dict[str, str]:
