@@ -15,7 +15,7 @@ export function timeline(history, now = Date.now()) {
   const x = (at) => 10 + ((Date.parse(at) - start) / (end - start)) * (width - 20);
   const sources = [...new Set(events.map((event) => event.source))];
   const height = 46 + sources.length * 16;
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, class: "timeline", role: "img", "aria-labelledby": "timeline-title" });
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, class: "timeline", role: "img", "aria-labelledby": "timeline-title" });
   svg.append(s("title", { id: "timeline-title", text: `Status timeline, ${events.length} events from ${events[0].at} to ${events[events.length - 1].at}` }));
   events.forEach((event, index) => {
     const x0 = x(event.at);
@@ -60,7 +60,7 @@ export function confusionMatrix(classes, matrix) {
   const top = 30;
   const size = classes.length * cell;
   const max = Math.max(1, ...matrix.flat());
-  const svg = s("svg", { viewBox: `0 0 ${left + size + 10} ${top + size + 40}`, class: "confusion", role: "img", "aria-labelledby": "cm-title" });
+  const svg = s("svg", { viewBox: `0 0 ${left + size + 10} ${top + size + 40}`, width: left + size + 10, class: "confusion", role: "img", "aria-labelledby": "cm-title" });
   svg.append(s("title", { id: "cm-title", text: "Confusion matrix: rows are true classes, columns predicted classes" }));
   svg.append(s("text", { x: left + size / 2, y: 14, class: "axis", "text-anchor": "middle", text: "predicted" }));
   classes.forEach((name, i) => {
@@ -82,7 +82,7 @@ export function bars(rows, series, { max = 1, format = (v) => v.toFixed(2), titl
   const barHeight = 12;
   const group = series.length * barHeight + 10;
   const width = 560;
-  const svg = s("svg", { viewBox: `0 0 ${width} ${rows.length * group + 20}`, class: "bars", role: "img", "aria-label": title });
+  const svg = s("svg", { viewBox: `0 0 ${width} ${rows.length * group + 20}`, width, class: "bars", role: "img", "aria-label": title });
   rows.forEach((row, i) => {
     const y = 10 + i * group;
     svg.append(s("text", { x: left - 6, y: y + (series.length * barHeight) / 2 + 4, "text-anchor": "end", class: "axis", text: row.name }));
@@ -107,7 +107,7 @@ export function scatter(points, { xLabel = "PC1", yLabel = "PC2" } = {}) {
   const [y0, y1] = [Math.min(...ys, 0), Math.max(...ys, 0)];
   const sx = (v) => pad + ((v - x0) / (x1 - x0 || 1)) * (width - 2 * pad);
   const sy = (v) => height - pad - ((v - y0) / (y1 - y0 || 1)) * (height - 2 * pad);
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, class: "scatter", role: "img", "aria-label": `Projection of ${points.length} embeddings on ${xLabel} and ${yLabel}` });
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, class: "scatter", role: "img", "aria-label": `Projection of ${points.length} embeddings on ${xLabel} and ${yLabel}` });
   svg.append(s("line", { x1: pad, y1: sy(0), x2: width - pad, y2: sy(0), class: "grid" }));
   svg.append(s("line", { x1: sx(0), y1: pad, x2: sx(0), y2: height - pad, class: "grid" }));
   svg.append(s("text", { x: width / 2, y: height - 6, "text-anchor": "middle", class: "axis", text: xLabel }));

@@ -113,7 +113,7 @@ function outputsTable(job) {
 function historyTable(history) {
   return h("div", { class: "scroll" }, h("table", { class: "history" },
     h("thead", {}, h("tr", {}, ["at", "state", "source", "message"].map((name) => h("th", { scope: "col", text: name })))),
-    h("tbody", {}, history.map((event) => h("tr", { class: event.source === "progress" ? "progress" : "" },
+    h("tbody", {}, history.map((event) => h("tr", { class: event.source === "workload" ? "progress" : "" },
       h("td", { text: formatTime(event.at) }), h("td", {}, stateBadge(event.state)), h("td", { text: event.source }), h("td", { text: event.message }))))));
 }
 
@@ -158,14 +158,14 @@ export async function jobPage(main, id, ctx) {
     if (job.state === "succeeded") actions.append(h("a", { class: "button", href: `#/submit?workload=inference&project=${encodeURIComponent(job.projectId)}&inputJob=${encodeURIComponent(job.id)}`, text: "Use as input…" }));
     const reason = job.state === "failed" || job.state === "cancelled" ? h("p", { class: "problem", role: "alert", id: "job-reason", text: job.reason || (job.lastError ? job.lastError : "No reason recorded") }) : null;
     const progress = typeof job.progress === "number" && !done ? h("p", { class: "muted", id: "job-progress", text: `Progress: ${Math.round(job.progress * 100)}%` }) : null;
-    main.replaceChildren(
+    main.replaceChildren(...[
       h("h1", {}, `Job ${job.id} `, stateBadge(job.state)),
       facts, parent, reason, progress, actions,
       h("h2", { text: "Timeline" }), timeline(job.history || []),
       h("details", {}, h("summary", { text: `Status history (${(job.history || []).length} events${job.historyFolded ? `, ${job.historyFolded} folded` : ""})` }), historyTable(job.history || [])),
       h("h2", { text: "Outputs" }), outputsTable(job),
       h("h2", { id: "pictures-title", text: "Pictures" }), pictureBox,
-      h("h2", { text: "Follow-on jobs" }), children);
+      h("h2", { text: "Follow-on jobs" }), children].filter(Boolean));
     if (done && !drawnPictures) {
       drawnPictures = true;
       const drawn = await pictures(job);
