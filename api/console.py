@@ -22,7 +22,8 @@ import azure.functions as func
 
 from api.console_policy import console_config, security_headers
 from api.problems import problem
-from hastegeo.config import ConfigurationError, get_settings
+from hastegeo.config import get_settings
+from hastegeo.utils.errors import ConfigurationError
 
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
@@ -69,7 +70,10 @@ def console_settings(req: func.HttpRequest) -> func.HttpResponse:
         document = console_config(get_settings())
     except ConfigurationError as exc:
         return problem(503, "The app is misconfigured", str(exc))
-    headers = {**security_headers(document["storageOrigin"], document["auth"].get("origin", "")), "Cache-Control": "no-store"}
+    headers = {
+        **security_headers(document["storageOrigin"], document["auth"].get("origin", "")),
+        "Cache-Control": "no-store",
+    }
     return func.HttpResponse(json.dumps(document), status_code=200, mimetype="application/json", headers=headers)
 
 
@@ -79,7 +83,9 @@ def console_file(req: func.HttpRequest) -> func.HttpResponse:
     path = req.route_params.get("path") or ""
     if not path:
         if not req.url.split("?", 1)[0].endswith("/"):
-            return func.HttpResponse(status_code=308, headers={"Location": "/api/console/", "Cache-Control": "no-store"})
+            return func.HttpResponse(
+                status_code=308, headers={"Location": "/api/console/", "Cache-Control": "no-store"}
+            )
         path = "index.html"
     found = static_files().get(path)
     if found is None:

@@ -35,7 +35,11 @@ def console_config(settings: Settings) -> dict[str, Any]:
     authorization-code flow with PKCE against the tenant and asks for the API's own scope.
     """
     auth = settings.auth
-    document: dict[str, Any] = {"apiBase": "/api", "version": __version__, "storageOrigin": blob_origin(settings.storage)}
+    document: dict[str, Any] = {
+        "apiBase": "/api",
+        "version": __version__,
+        "storageOrigin": blob_origin(settings.storage),
+    }
     if not auth.client_id:
         document["auth"] = {"mode": "none"}
         return document

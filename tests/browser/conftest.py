@@ -81,9 +81,11 @@ def page(browser: Any, console_stack: LocalStack) -> Iterator[Any]:
     opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     opened.on(
         "console",
-        lambda message: problems.append(f"console {message.type}: {message.text}")
-        if message.type == "error" and not message.text.startswith("Failed to load resource")
-        else None,
+        lambda message: (
+            problems.append(f"console {message.type}: {message.text}")
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
     )
     yield opened
     context.close()

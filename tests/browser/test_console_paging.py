@@ -21,7 +21,7 @@ from tests.browser.conftest import wait_terminal
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 PROJECT = "paging"
 SEEDED = 120
-MARKUP = '<img src=x onerror="document.title=\'owned\'"><b>bold</b>'
+MARKUP = "<img src=x onerror=\"document.title='owned'\"><b>bold</b>"
 
 
 def _job(index: int, start: datetime) -> Job:
@@ -60,7 +60,7 @@ def seeded(console_stack: LocalStack) -> Iterator[list[str]]:
     jobs = [_job(index, start) for index in range(SEEDED)]
     for job in jobs:
         assert store.create(job)
-    yield [job.id for job in reversed(jobs)]
+    return [job.id for job in reversed(jobs)]
 
 
 def _rows(page: Any) -> list[str]:
@@ -68,9 +68,7 @@ def _rows(page: Any) -> list[str]:
     return page.locator("table.jobs tbody tr").evaluate_all("rows => rows.map(row => row.dataset.job)")
 
 
-def test_paging_through_120_jobs_newest_first(
-    page: Any, seeded: list[str], shoot: Callable[[Any, str], Path]
-) -> None:
+def test_paging_through_120_jobs_newest_first(page: Any, seeded: list[str], shoot: Callable[[Any, str], Path]) -> None:
     page.goto(f"#/jobs?project={PROJECT}")
     seen: list[str] = []
     for number in range(1, 4):

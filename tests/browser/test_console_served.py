@@ -42,7 +42,8 @@ def test_files_have_their_content_types_a_strict_policy_and_revalidate(console_s
         policy = headers["Content-Security-Policy"]
         assert "script-src 'self'" in policy
         assert "style-src 'self'" in policy
-        assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+        assert "unsafe-inline" not in policy
+        assert "unsafe-eval" not in policy
         assert "frame-ancestors 'none'" in policy
         assert f"img-src 'self' http://127.0.0.1:{console_stack.azurite.blob_url.split(':')[2].split('/')[0]}" in policy
         assert headers["X-Content-Type-Options"] == "nosniff"
@@ -55,7 +56,9 @@ def test_files_have_their_content_types_a_strict_policy_and_revalidate(console_s
 def test_the_page_has_no_inline_script_or_style(console_stack: LocalStack) -> None:
     _, _, body = _get(console_stack.console_url)
     html = body.decode()
-    assert "<script>" not in html and "style=" not in html and "<style" not in html
+    assert "<script>" not in html
+    assert "style=" not in html
+    assert "<style" not in html
     assert '<script type="module" src="app.js"></script>' in html
 
 
@@ -65,7 +68,7 @@ def test_the_bare_route_redirects_and_unknown_files_are_404_without_touching_the
     status, headers, _ = _get(f"{console_stack.base_url}/api/console")
     assert (status, headers["Location"]) == (308, "/api/console/")
     for name in ("missing.js", "..%2Ffunction_app.py", "../host.json", "%2e%2e/requirements.txt"):
-        status, headers, body = _get(console_stack.console_url + name)
+        status, headers, _body = _get(console_stack.console_url + name)
         assert status == 404, name
         assert headers["Content-Type"].startswith("application/problem+json"), name
 

@@ -103,7 +103,7 @@ def embed_feature(
     return (total / count if count else None), count
 
 
-def projection(matrix: Floats, ids: list[Any]) -> dict[str, Any]:
+def projection(matrix: npt.NDArray[np.floating[Any]], ids: list[Any]) -> dict[str, Any]:
     """The valid rows projected on their first two principal components (SVD of the centred rows).
 
     A sign convention (each component's largest loading positive) makes the plot the same on every run.

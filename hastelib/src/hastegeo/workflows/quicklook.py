@@ -39,10 +39,7 @@ def encode_png(pixels: np.ndarray[Any, np.dtype[np.uint8]]) -> bytes:
     # Filter type 0 (none) on each row: simple, and zlib does well enough on quicklooks this small.
     rows = np.concatenate([np.zeros((height, 1), dtype=np.uint8), pixels.reshape(height, width * channels)], axis=1)
     return (
-        _SIGNATURE
-        + _chunk(b"IHDR", header)
-        + _chunk(b"IDAT", zlib.compress(rows.tobytes(), 9))
-        + _chunk(b"IEND", b"")
+        _SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(rows.tobytes(), 9)) + _chunk(b"IEND", b"")
     )
 
 
@@ -78,7 +75,9 @@ def colourise(
     return result
 
 
-def shrink(pixels: np.ndarray[Any, np.dtype[np.uint8]], max_size: int = QUICKLOOK_MAX) -> np.ndarray[Any, np.dtype[np.uint8]]:
+def shrink(
+    pixels: np.ndarray[Any, np.dtype[np.uint8]], max_size: int = QUICKLOOK_MAX
+) -> np.ndarray[Any, np.dtype[np.uint8]]:
     """``(h, w, …)`` resampled (nearest) so the longest side is at most ``max_size``: class values stay classes."""
     height, width = pixels.shape[:2]
     new_width, new_height = quicklook_shape(width, height, max_size)
