@@ -1,5 +1,5 @@
 // Sign-in in the browser: OAuth 2.0 authorization code with PKCE against Entra ID, by hand with fetch
-// (no library to vendor). The access token lives in this module's memory only: never in localStorage
+// (no library to vendor). The access token lives in this module's memory only: never in local storage
 // or sessionStorage. sessionStorage holds the PKCE verifier and state across the one redirect, then
 // loses them. A reload signs in again, which Entra's own session makes a quick round trip.
 
