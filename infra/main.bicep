@@ -400,6 +400,8 @@ module appSettings 'modules/appSettings.bicep' = {
     registryLoginServer: registry.outputs.loginServer
     poolIdentityId: poolIdentity.outputs.id
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
+    authClientId: authClientId
+    authTenantId: tenant().tenantId
   }
 }
 
