@@ -50,7 +50,8 @@ def console_config(settings: Settings) -> dict[str, Any]:
         "tenantId": tenant,
         "origin": LOGIN_ORIGIN,
         "authority": f"{LOGIN_ORIGIN}/{tenant}/oauth2/v2.0",
-        "scope": f"api://{auth.client_id}/.default",
+        # The delegated scope infra/scripts/app-registration.sh defines (a user signs in, not an app).
+        "scope": f"api://{auth.client_id}/user_impersonation",
     }
     return document
 

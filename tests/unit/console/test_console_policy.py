@@ -55,7 +55,7 @@ def test_azure_signs_in_with_the_app_registration_and_asks_for_the_api_scope() -
         "tenantId": "contoso.onmicrosoft.com",
         "origin": "https://login.microsoftonline.com",
         "authority": "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0",
-        "scope": f"api://{CLIENT}/.default",
+        "scope": f"api://{CLIENT}/user_impersonation",
     }
     assert "secret" not in str(config).lower()
     assert "key" not in str(config).lower()
