@@ -68,7 +68,9 @@ def emitted_app_settings(drift: ModuleType, environ: Mapping[str, str] | None = 
     environ = environ or {}
     main_text = read("main.bicep")
     main = drift.parse_bicep(main_text, "main.bicep")
-    values: dict[str, Any] = dict(bicepparam_values(drift, {"DEPLOY_AUTH_CLIENT_ID": "00000000-0000-0000-0000-00000000c0de", **environ}))
+    values: dict[str, Any] = dict(
+        bicepparam_values(drift, {"DEPLOY_AUTH_CLIENT_ID": "00000000-0000-0000-0000-00000000c0de", **environ})
+    )
     # Module outputs and resources are known only to Azure.
     for symbol in re.findall(r"^(?:module|resource) (\w+) ", main_text, re.MULTILINE):
         values[symbol] = drift.Opaque(symbol)
