@@ -18,19 +18,20 @@ function context(mine) {
   return {
     navigate,
     refresh: () => current && current(),
-    /** Run ``load`` now and again every ``ms`` until it resolves true or the page changes. */
+    /** Run ``load`` now and again until the page changes: ``load`` resolves true (stop), false (again in
+     * ``ms``) or a number of milliseconds (again after that long: a quiet page is polled less often). */
     poll(load, ms) {
       let timer = null;
       const run = async () => {
         clearTimeout(timer);
         if (mine !== generation) return;
-        let finished = true;
+        let next = true;
         try {
-          finished = await load();
+          next = await load();
         } catch (error) {
           main.append(h("p", { class: "problem", role: "alert", text: String(error.message || error) }));
         }
-        if (!finished && mine === generation) timer = setTimeout(run, ms);
+        if (next !== true && mine === generation) timer = setTimeout(run, typeof next === "number" ? next : ms);
       };
       current = run;
       run();

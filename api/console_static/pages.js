@@ -7,6 +7,7 @@ import { pictures } from "./pictures.js";
 
 const PAGE_SIZE = 50;
 const POLL_MS = 1500;
+const QUIET_POLL_MS = 5000;
 
 function jobLink(id) {
   return h("a", { href: `#/job/${encodeURIComponent(id)}`, text: id });
@@ -31,6 +32,7 @@ export async function jobsPage(main, query, ctx) {
   const states = ["", "queued", "submitting", "running", "postprocessing", "cancel_requested", "succeeded", "failed", "cancelled"];
   const tokens = [null]; // tokens[i] fetches page i
   let page = 0;
+  let lastDrawn = "";
 
   const projectInput = h("input", { id: "jobs-project", name: "project", type: "text", value: project });
   const stateSelect = h("select", { id: "jobs-state", name: "state" }, states.map((name) => h("option", { value: name, selected: name === state, text: name || "any state" })));
@@ -69,6 +71,11 @@ export async function jobsPage(main, query, ctx) {
     }
     message.hidden = true;
     tokens[page + 1] = result.continuationToken;
+    // Redraw only what changed, so a poll does not take the keyboard focus away from a row's link.
+    const drawn = JSON.stringify(result.items);
+    const again = result.items.every((job) => TERMINAL.has(job.state)) ? (page === 0 ? QUIET_POLL_MS : true) : false;
+    if (drawn === lastDrawn) return again;
+    lastDrawn = drawn;
     body.replaceChildren(...result.items.map((job) => h("tr", { "data-job": job.id },
       h("td", { text: formatTime(job.createdAt) }),
       h("td", {}, jobLink(job.id)),
@@ -81,10 +88,11 @@ export async function jobsPage(main, query, ctx) {
     previous.disabled = page === 0;
     next.disabled = !result.continuationToken;
     where.textContent = `page ${page + 1}, ${result.items.length} job(s)`;
-    return result.items.every((job) => TERMINAL.has(job.state));
+    // Running jobs: every POLL_MS. All finished: the newest page still looks for new jobs, less often.
+    return again;
   }
-  previous.addEventListener("click", () => { page -= 1; ctx.refresh(); });
-  next.addEventListener("click", () => { page += 1; ctx.refresh(); });
+  previous.addEventListener("click", () => { page -= 1; lastDrawn = ""; ctx.refresh(); });
+  next.addEventListener("click", () => { page += 1; lastDrawn = ""; ctx.refresh(); });
   ctx.poll(load, POLL_MS);
 }
 
@@ -134,6 +142,8 @@ async function followOns(job) {
 /** One job: header, failure reason, timeline, history, outputs, pictures, parent and follow-ons. */
 export async function jobPage(main, id, ctx) {
   let drawnPictures = false;
+  let lastDrawn = "";
+  const children = h("ul", { class: "follow-ons" });
   const pictureBox = h("section", { class: "pictures", "aria-labelledby": "pictures-title" });
   async function load() {
     let job;
@@ -148,7 +158,6 @@ export async function jobPage(main, id, ctx) {
       ...[["project", job.projectId], ["workload", job.workload], ["backend", job.backend || job.requestedBackend || ""], ["created", formatTime(job.createdAt)], ["finished", formatTime(job.finishedAt)], ["labels", labelsText(job.labels)], ["submitted by", job.submittedBy ? job.submittedBy.name : ""]]
         .flatMap(([term, value]) => [h("dt", { text: term }), h("dd", { text: value || "–" })]));
     const parent = job.parentJobId ? h("p", {}, "Started by ", jobLink(job.parentJobId)) : null;
-    const children = h("ul", { class: "follow-ons" });
     const actions = h("div", { class: "actions" });
     if (!done && job.state !== "cancel_requested") {
       const button = h("button", { type: "button", class: "danger", id: "cancel-job", text: "Cancel job…" });
@@ -158,18 +167,26 @@ export async function jobPage(main, id, ctx) {
     if (job.state === "succeeded") actions.append(h("a", { class: "button", href: `#/submit?workload=inference&project=${encodeURIComponent(job.projectId)}&inputJob=${encodeURIComponent(job.id)}`, text: "Use as input…" }));
     const reason = job.state === "failed" || job.state === "cancelled" ? h("p", { class: "problem", role: "alert", id: "job-reason", text: job.reason || (job.lastError ? job.lastError : "No reason recorded") }) : null;
     const progress = typeof job.progress === "number" && !done ? h("p", { class: "muted", id: "job-progress", text: `Progress: ${Math.round(job.progress * 100)}%` }) : null;
-    main.replaceChildren(...[
-      h("h1", {}, `Job ${job.id} `, stateBadge(job.state)),
-      facts, parent, reason, progress, actions,
-      h("h2", { text: "Timeline" }), timeline(job.history || []),
-      h("details", {}, h("summary", { text: `Status history (${(job.history || []).length} events${job.historyFolded ? `, ${job.historyFolded} folded` : ""})` }), historyTable(job.history || [])),
-      h("h2", { text: "Outputs" }), outputsTable(job),
-      h("h2", { id: "pictures-title", text: "Pictures" }), pictureBox,
-      h("h2", { text: "Follow-on jobs" }), children].filter(Boolean));
+    // Redraw only when the job changed (read URLs are signed anew on every read, so they do not count),
+    // and keep the keyboard focus where it was (the cancel button, say), by element id.
+    const drawn = JSON.stringify(job, (key, value) => (key === "url" || key === "readUrlsExpireAt" ? undefined : value));
+    if (drawn !== lastDrawn) {
+      lastDrawn = drawn;
+      const focused = document.activeElement && document.activeElement.id;
+      main.replaceChildren(...[
+        h("h1", {}, `Job ${job.id} `, stateBadge(job.state)),
+        facts, parent, reason, progress, actions,
+        h("h2", { text: "Timeline" }), timeline(job.history || []),
+        h("details", {}, h("summary", { text: `Status history (${(job.history || []).length} events${job.historyFolded ? `, ${job.historyFolded} folded` : ""})` }), historyTable(job.history || [])),
+        h("h2", { text: "Outputs" }), outputsTable(job),
+        h("h2", { id: "pictures-title", text: "Pictures" }), pictureBox,
+        h("h2", { text: "Follow-on jobs" }), children].filter(Boolean));
+      if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
+    }
     if (done && !drawnPictures) {
       drawnPictures = true;
-      const drawn = await pictures(job);
-      pictureBox.replaceChildren(...(drawn.length ? drawn : [h("p", { class: "muted", text: "No pictures for this job." })]));
+      const figures = await pictures(job);
+      pictureBox.replaceChildren(...(figures.length ? figures : [h("p", { class: "muted", text: "No pictures for this job." })]));
     } else if (!done) {
       pictureBox.replaceChildren(h("p", { class: "muted", text: "Pictures appear when the job has succeeded." }));
     }

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from hastegeo.cli.client import ApiClient
+from hastegeo.cli.stack import LocalStack
 from tests.browser.conftest import wait_terminal
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
@@ -145,3 +146,39 @@ def test_backends_panel(page: Any, shoot: Callable[[Any, str], Path]) -> None:
     assert "imagery" in row.text_content()
     assert page.locator("ul li", has_text="azure_batch").count() == 1
     shoot(page, "backends")
+
+
+def test_the_list_shows_new_jobs_and_their_progress_without_a_reload(
+    page: Any, api: ApiClient, console_stack: LocalStack
+) -> None:
+    from azure.storage.blob import BlobServiceClient
+
+    inputs = BlobServiceClient.from_connection_string(console_stack.azurite.connection_string)
+    inputs.get_container_client("haste-inputs").upload_blob("live/small.txt", b"small input", overwrite=True)
+    page.goto("#/jobs?project=live")
+    page.get_by_text("No jobs.").wait_for()
+    job = api.submit({"workload": "artifacts", "projectId": "live", "inputs": [{"blob": "live/small.txt"}]})
+    row = page.locator(f"tr[data-job='{job['id']}']")
+    row.wait_for(timeout=15000)  # appeared by itself
+    assert wait_terminal(api, job["id"])["state"] == "succeeded"
+    row.locator(".badge", has_text="succeeded").wait_for(timeout=15000)
+
+
+def test_every_control_is_labelled_and_reachable_by_keyboard(page: Any) -> None:
+    page.goto("#/submit?workload=imagery")
+    page.get_by_role("button", name="Submit job").wait_for()
+    unlabelled = page.evaluate(
+        """() => [...document.querySelectorAll('input, select, textarea, button')]
+            .filter(el => !(el.labels && el.labels.length) && !el.textContent.trim() && !el.getAttribute('aria-label'))
+            .map(el => el.outerHTML)"""
+    )
+    assert unlabelled == []
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    reached = set()
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        reached.add(page.evaluate("document.activeElement.id || document.activeElement.textContent"))
+    for expected in ("Jobs", "Submit", "Backends", "field-workload", "field-projectId", "field-parameters-sources"):
+        assert expected in reached, reached
+    assert "Submit job" in reached

@@ -141,6 +141,10 @@ def test_cancel_a_running_job_after_confirming(
     dialog = page.get_by_role("dialog")
     assert "Work in progress is lost" in dialog.text_content()
     shoot(page, "job-cancel-confirm")
+    page.keyboard.press("Escape")  # Escape says no
+    assert dialog.is_hidden()
+    assert page.evaluate("document.activeElement.id") == "cancel-job"
+    page.keyboard.press("Enter")  # the button still has the focus: the dialog opens again
     dialog.get_by_role("button", name="Keep it").click()  # saying no changes nothing
     assert api.get(long["id"])["state"] == "running"
     page.locator("#cancel-job").click()
