@@ -12,7 +12,8 @@ export function timeline(history, now = Date.now()) {
   const start = Date.parse(events[0].at);
   const end = Math.max(Date.parse(events[events.length - 1].at), start + 1000);
   const width = 720;
-  const x = (at) => 10 + ((Date.parse(at) - start) / (end - start)) * (width - 20);
+  const left = 90; // source names on the left; bands and marks share one time axis to their right
+  const x = (at) => left + ((Date.parse(at) - start) / (end - start)) * (width - left - 10);
   const sources = [...new Set(events.map((event) => event.source))];
   const height = 46 + sources.length * 16;
   const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, class: "timeline", role: "img", "aria-labelledby": "timeline-title" });
@@ -26,9 +27,9 @@ export function timeline(history, now = Date.now()) {
   });
   sources.forEach((source, row) => {
     const y = 40 + row * 16;
-    svg.append(s("text", { x: 10, y: y + 4, class: "axis", text: source }));
+    svg.append(s("text", { x: left - 8, y: y + 4, class: "axis", "text-anchor": "end", text: source }));
     for (const event of events.filter((item) => item.source === source)) {
-      const mark = s("circle", { cx: Math.max(x(event.at), 90), cy: y, r: 4, class: `mark state-${event.state}` });
+      const mark = s("circle", { cx: x(event.at), cy: y, r: 4, class: `mark state-${event.state}` });
       mark.append(s("title", { text: `${event.at} ${event.message}` }));
       svg.append(mark);
     }

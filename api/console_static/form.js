@@ -106,7 +106,9 @@ function showProblem(form, summary, error) {
     }
     const message = field.querySelector(".error");
     message.hidden = false;
-    message.textContent = message.textContent ? `${message.textContent}; ${item.message}` : `${item.field}: ${item.message}`;
+    // The API's message may already start with the field's path; say it once.
+    const text = String(item.message).startsWith(`${item.field}:`) ? item.message : `${item.field}: ${item.message}`;
+    message.textContent = message.textContent ? `${message.textContent}; ${text}` : text;
     const input = field.querySelector("input, select, textarea");
     input.setAttribute("aria-invalid", "true");
     input.setAttribute("aria-errormessage", message.id);

@@ -126,7 +126,8 @@ def test_a_bad_parameter_is_shown_on_its_field(page: Any, shoot: Callable[[Any, 
     page.get_by_role("button", name="Submit job").click()
     error = page.locator('[data-field="parameters.iterations"] .error')
     error.wait_for()
-    assert "parameters.iterations" in error.text_content()
+    assert error.text_content().count("parameters.iterations") == 1
+    assert "greater than or equal to 1" in error.text_content()
     assert page.locator('[data-field="parameters.iterations"] input').get_attribute("aria-invalid") == "true"
     assert page.locator('[data-field="parameters.classes"] .error').is_hidden()
     shoot(page, "submit-error")
