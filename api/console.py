@@ -43,13 +43,14 @@ def static_files() -> dict[str, tuple[bytes, str, str]]:
 
     Read once: the set of files is fixed when the app is deployed, and a request can
     only ever name one of these keys, so no path from a URL ever reaches the file system.
+    The folder is flat: a file's name is one route segment.
     """
     files = {}
-    for path in sorted(STATIC.rglob("*")):
+    for path in sorted(STATIC.iterdir()):
         if path.is_file() and path.suffix in CONTENT_TYPES:
             body = path.read_bytes()
             etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-            files[path.relative_to(STATIC).as_posix()] = (body, CONTENT_TYPES[path.suffix], etag)
+            files[path.name] = (body, CONTENT_TYPES[path.suffix], etag)
     return files
 
 
@@ -77,19 +78,24 @@ def console_settings(req: func.HttpRequest) -> func.HttpResponse:
     return func.HttpResponse(json.dumps(document), status_code=200, mimetype="application/json", headers=headers)
 
 
-@bp.route(route="console/{*path}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+@bp.route(route="console", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+def console_index(req: func.HttpRequest) -> func.HttpResponse:
+    """The console's page; ``/api/console`` redirects to ``/api/console/`` so its relative links resolve."""
+    if not req.url.split("?", 1)[0].endswith("/"):
+        return func.HttpResponse(status_code=308, headers={"Location": "/api/console/", "Cache-Control": "no-store"})
+    return _file(req, "index.html")
+
+
+@bp.route(route="console/{name}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 def console_file(req: func.HttpRequest) -> func.HttpResponse:
-    """A console file; ``/api/console`` itself redirects to ``/api/console/`` so relative links resolve."""
-    path = req.route_params.get("path") or ""
-    if not path:
-        if not req.url.split("?", 1)[0].endswith("/"):
-            return func.HttpResponse(
-                status_code=308, headers={"Location": "/api/console/", "Cache-Control": "no-store"}
-            )
-        path = "index.html"
-    found = static_files().get(path)
+    """One of the console's files (they sit in one folder, so a name is one path segment)."""
+    return _file(req, req.route_params.get("name") or "")
+
+
+def _file(req: func.HttpRequest, name: str) -> func.HttpResponse:
+    found = static_files().get(name)
     if found is None:
-        return problem(404, "Not found", f"The console has no file {path[:200]!r}")
+        return problem(404, "Not found", f"The console has no file {name[:200]!r}")
     body, content_type, etag = found
     headers = {
         **security_headers(*_origins()),

@@ -86,3 +86,100 @@ def security_headers(storage_origin: str, login_origin: str) -> dict[str, str]:
         "X-Frame-Options": "DENY",
         "Referrer-Policy": "no-referrer",
     }
+
+
+def _files(description: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    responses: dict[str, Any] = {
+        "200": {
+            "description": description,
+            "content": {media: {"schema": {"type": "string"}} for media in FILE_MEDIA_TYPES},
+        },
+        "304": {"description": "Not modified since the ETag sent in If-None-Match"},
+        **(extra or {}),
+    }
+    if "404" not in responses:
+        responses["404"] = {"description": "No such file", "content": problem}
+    return responses
+
+
+# What the console's file routes answer 200 with (api/console.py's CONTENT_TYPES, without parameters).
+FILE_MEDIA_TYPES = ("text/html", "text/javascript", "text/css", "image/svg+xml", "image/png")
+
+
+def openapi_paths() -> dict[str, Any]:
+    """The console's routes in the OpenAPI document: anonymous, outside the API proper, documented all the same
+    (every route the app serves is in the document, and the fuzz suite holds each to it)."""
+    config_schema = {
+        "type": "object",
+        "required": ["apiBase", "version", "storageOrigin", "auth"],
+        "additionalProperties": False,
+        "properties": {
+            "apiBase": {"type": "string"},
+            "version": {"type": "string"},
+            "storageOrigin": {"type": "string", "description": "Origin of the outputs' read URLs"},
+            "auth": {
+                "type": "object",
+                "required": ["mode"],
+                "properties": {
+                    "mode": {"enum": ["none", "entra"]},
+                    "clientId": {"type": "string"},
+                    "tenantId": {"type": "string"},
+                    "origin": {"type": "string"},
+                    "authority": {"type": "string"},
+                    "scope": {"type": "string"},
+                },
+            },
+        },
+    }
+    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    tags = ["console"]
+    return {
+        "/console": {
+            "get": {
+                "operationId": "consoleIndex",
+                "tags": tags,
+                "summary": "The web console's page (docs/adr/0014)",
+                "security": [],
+                "responses": _files(
+                    "The console's HTML page",
+                    {
+                        "308": {
+                            "description": "Asked without the trailing slash: go to /api/console/",
+                            "headers": {"Location": {"required": True, "schema": {"const": "/api/console/"}}},
+                        }
+                    },
+                ),
+            }
+        },
+        "/console/config.json": {
+            "get": {
+                "operationId": "consoleConfig",
+                "tags": tags,
+                "summary": "Where the API is and how a browser signs in, from the app's settings",
+                "security": [],
+                "responses": {
+                    "200": {"description": "The settings", "content": {"application/json": {"schema": config_schema}}},
+                    "503": {"description": "The app's settings are invalid", "content": problem},
+                },
+            }
+        },
+        "/console/{name}": {
+            "get": {
+                "operationId": "consoleFile",
+                "tags": tags,
+                "summary": "One of the web console's files",
+                "security": [],
+                "parameters": [
+                    {
+                        "name": "name",
+                        "in": "path",
+                        "required": True,
+                        "description": "A file of the console (any other name is a 404)",
+                        "schema": {"type": "string", "pattern": "^[a-z]+[.](html|js|css|svg|png)$", "maxLength": 64},
+                    }
+                ],
+                "responses": _files("The file"),
+            }
+        },
+    }

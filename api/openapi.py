@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from api.console_policy import openapi_paths as console_paths
 from hastegeo import __version__
 from hastegeo.models.job import INTERNAL_FIELDS, Job, JobRequest
 from hastegeo.models.states import JobState
@@ -412,5 +413,6 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {"200": {"description": "This document"}},
                 }
             },
+            **console_paths(),
         },
     }

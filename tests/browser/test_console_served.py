@@ -67,7 +67,7 @@ def test_the_bare_route_redirects_and_unknown_files_are_404_without_touching_the
 ) -> None:
     status, headers, _ = _get(f"{console_stack.base_url}/api/console")
     assert (status, headers["Location"]) == (308, "/api/console/")
-    for name in ("missing.js", "..%2Ffunction_app.py", "../host.json", "%2e%2e/requirements.txt"):
+    for name in ("missing.js", "..%2Ffunction_app.py", "../host.json", "%2e%2e/requirements.txt", "a/app.js"):
         status, headers, _body = _get(console_stack.console_url + name)
         assert status == 404, name
         assert headers["Content-Type"].startswith("application/problem+json"), name

@@ -104,3 +104,13 @@ def test_every_shipped_file_is_served_and_none_uses_inline_code_or_html_insertio
             for inline in ("style=", "<style", "<script>", "javascript:"):
                 assert inline not in text, (name, inline)
             assert not re.search(r"\son[a-z]+=", text), name
+
+
+def test_the_document_describes_every_shipped_file_and_its_media_type() -> None:
+    from api.console_policy import FILE_MEDIA_TYPES, openapi_paths
+
+    (parameter,) = openapi_paths()["/console/{name}"]["get"]["parameters"]
+    pattern = re.compile(parameter["schema"]["pattern"])
+    for name, (_, content_type, _) in static_files().items():
+        assert pattern.fullmatch(name), name
+        assert content_type.split(";")[0] in FILE_MEDIA_TYPES, name
