@@ -153,7 +153,7 @@ class AuthSettings(_Section):
         HttpAuthLevel.ANONYMOUS,
         alias="HASTE_HTTP_AUTH_LEVEL",
         description="anonymous (App Service authentication alone admits callers) or function (a function key "
-        "as well). /api/health and /api/openapi.json are always anonymous.",
+        "as well). /api/health, /api/openapi.json and the web console (/api/console) are always anonymous.",
     )
     mode: AuthMode = Field(
         AuthMode.APP_SERVICE,
