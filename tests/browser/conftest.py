@@ -1,7 +1,9 @@
 """The web console in a real browser: Debian's chromium driven by Playwright, against the development stack.
 
 One stack (Azurite + the development host in its own process + the local backend)
-and one browser serve the whole module set; each test opens its own page. Pages'
+and one browser serve this folder's tests (package scope: Playwright's synchronous API
+keeps an event loop running in the main thread, which must be gone before other tests
+call ``asyncio.run``); each test opens its own page. Pages'
 screenshots go to ``.haste/screenshots/`` (printed at the end of the session).
 Chromium must be at /usr/bin/chromium (``make browser`` installs it): Playwright's
 own browser download cannot work on these machines, so a missing browser fails
@@ -30,7 +32,7 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     workdir = tmp_path_factory.mktemp("console-stack")
     settings = {"HASTE_POLL_INITIAL_S": "0.5", "HASTE_POLL_MAX_S": "1", "HASTE_LOCAL_SLOTS": "2"}
@@ -38,7 +40,7 @@ def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSta
         yield stack
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def scene(console_stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The demo's synthetic scene in the inputs container (project ``demo``): rasters, labels, buildings."""
     return upload_sample_scene(
@@ -46,12 +48,12 @@ def scene(console_stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def api(console_stack: LocalStack) -> ApiClient:
     return ApiClient(console_stack.base_url)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: run `make browser` (as root) or `sudo apt-get install -y chromium`")
