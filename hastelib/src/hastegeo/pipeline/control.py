@@ -50,7 +50,7 @@ class CancelStep:
                 state=JobState.CANCEL_REQUESTED,
             )
 
-        job = deps.store.update(job_id, change)
+        job = deps.store.update(job_id, change).job
         if job.state is JobState.CANCEL_REQUESTED and job.handle is not None:
             try:
                 deps.service.cancel(job.handle)
@@ -89,7 +89,7 @@ class PoisonStep:
             )
 
         try:
-            job = deps.store.update(message.job_id, change)
+            job = deps.store.update(message.job_id, change).job
         except HasteError as exc:
             log.error("poison message for job %s could not be applied: %s", message.job_id, describe_exception(exc))
             return

@@ -65,14 +65,11 @@ class PipelineDeps:
 
         Returns True when this call ended it (another writer may have got there first).
         """
-        ended = [False]
 
         def change(job: Job) -> Job | None:
-            ended[0] = not job.state.terminal
-            return self.event(job, message, source, state, reason=reason) if ended[0] else None
+            return None if job.state.terminal else self.event(job, message, source, state, reason=reason)
 
-        self.store.update(job_id, change)
-        return ended[0]
+        return self.store.update(job_id, change).wrote
 
     def poll_delay(self, seq: int) -> float:
         pipeline = self.settings.pipeline

@@ -15,9 +15,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from azure.core.exceptions import ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient
-
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.history import add_workload_events
 from hastegeo.models.job import Job, JobRequest
@@ -25,8 +22,9 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
-from hastegeo.processors.base import OutputAccess, PostprocessError
+from hastegeo.processors.base import PostprocessError
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.utils.errors import HasteError, JobNotFoundError, TerminalBackendError, describe_exception
@@ -36,9 +34,9 @@ SOURCE = "poll"
 
 
 class PollStep:
-    def __init__(self, deps: PipelineDeps, blobs: BlobServiceClient, acceptor: JobAcceptor) -> None:
+    def __init__(self, deps: PipelineDeps, outputs: OutputReader, acceptor: JobAcceptor) -> None:
         self._deps = deps
-        self._blobs = blobs
+        self._outputs = outputs
         self._acceptor = acceptor
 
     def handle(self, message: JobMessage) -> None:
@@ -47,11 +45,11 @@ class PollStep:
             version = deps.store.read(message.job_id)
         except JobNotFoundError:
             return
-        job = version[0]
+        job = version.job
         if job.state.terminal or job.handle is None:
             return
         chain = message.kind == "poll"
-        if chain and message.attempt != job.poll_seq:
+        if chain and message.poll_seq != job.poll_seq:
             return  # a duplicate or superseded chain message
         if job.state is JobState.POSTPROCESSING:
             self._finish(version)  # an earlier post-processing attempt did not complete
@@ -87,7 +85,7 @@ class PollStep:
 
     def _progress(self, version: Versioned, status: ComputeStatus, chain: bool) -> None:
         deps = self._deps
-        job = version[0]
+        job = version.job
         note = status.detail or ("running" if status.state is ComputeState.RUNNING else "waiting to start")
         seq = job.poll_seq
         assert job.handle is not None
@@ -95,7 +93,7 @@ class PollStep:
         lines, consumed = progress_lines(deps.service.read_output_tail(job.handle, path, job.progress_offset))
         if chain:
             deps.queues.send(
-                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=seq + 1), deps.poll_delay(seq + 1)
+                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=seq + 1), deps.poll_delay(seq + 1)
             )
 
         def change(current: Job) -> Job | None:
@@ -135,11 +133,11 @@ class PollStep:
     def _note(self, version: Versioned, message: str, chain: bool) -> None:
         """A transient problem: record it once, keep the chain alive."""
         deps = self._deps
-        job = version[0]
+        job = version.job
         seq = job.poll_seq
         if chain:
             deps.queues.send(
-                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=seq + 1), deps.poll_delay(seq + 1)
+                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=seq + 1), deps.poll_delay(seq + 1)
             )
 
         def change(current: Job) -> Job | None:
@@ -158,7 +156,7 @@ class PollStep:
 
     def _ended(self, version: Versioned, status: ComputeStatus) -> None:
         deps = self._deps
-        job = version[0]
+        job = version.job
         if status.state is ComputeState.CANCELLED:
             message = f"cancelled: {status.reason or 'by request'}"
             deps.end_job(job.id, JobState.CANCELLED, message, source=SOURCE, reason=status.reason)
@@ -171,11 +169,8 @@ class PollStep:
             return
         late = " (it completed before the cancellation took effect)" if job.state is JobState.CANCEL_REQUESTED else ""
 
-        moved = [False]  # did this call make the move? (the change may run more than once)
-
         def start(current: Job) -> Job | None:
-            moved[0] = current.state in (JobState.RUNNING, JobState.CANCEL_REQUESTED)
-            if not moved[0]:
+            if current.state not in (JobState.RUNNING, JobState.CANCEL_REQUESTED):
                 return None
             if status.detail and status.detail != current.detail:
                 # What happened since the last poll (a preemption, say) still deserves its line.
@@ -187,18 +182,18 @@ class PollStep:
                 state=JobState.POSTPROCESSING,
             )
 
-        version = deps.store.update_versioned(job.id, start, known=version)
-        if moved[0]:  # otherwise another delivery got there first and is finishing it
-            self._finish(version)
+        moved = deps.store.update(job.id, start, known=version)
+        if moved.wrote:  # otherwise another delivery got there first and is finishing it
+            self._finish(moved.version)
 
     def _finish(self, version: Versioned) -> None:
         deps = self._deps
-        job = version[0]
+        job = version.job
         assert job.handle is not None
         processor = deps.processors[job.workload]
         notes: list[str] = []
         gone: list[str] = []  # why the provider could not serve a file: cleanup need not touch that node
-        access = self._access(job, notes, gone)
+        access = self._outputs.open(job.handle, notes.append, gone.append)
         try:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
@@ -247,42 +242,6 @@ class PollStep:
                 continue
             lines.append(f"started follow-on {request.workload} job {accepted.job.id} on {accepted.job.backend}")
         return lines
-
-    def _access(self, job: Job, notes: list[str], gone: list[str]) -> OutputAccess:
-        assert job.handle is not None
-        handle = job.handle
-        container = self._blobs.get_container_client(handle.output.container)
-
-        def blob_size(path: str) -> int | None:
-            try:
-                return int(container.get_blob_client(handle.output.child(path)).get_blob_properties().size)
-            except ResourceNotFoundError:
-                return None
-
-        cache: dict[str, bytes | None] = {}
-
-        def read_blob(path: str) -> bytes | None:
-            # Checks read the same small files more than once (manifest, then a
-            # workload's own check); read each blob once per post-processing.
-            if path not in cache:
-                try:
-                    cache[path] = container.download_blob(handle.output.child(path)).readall()
-                except ResourceNotFoundError:
-                    cache[path] = None
-            return cache[path]
-
-        unreadable: dict[str, str] = {}  # path → why neither copy could be read (both causes)
-
-        def read(path: str) -> bytes | None:
-            served = self._deps.service.read_output(handle, path)
-            for line, kept in ((served.fallback_note, notes), (served.unavailable_reason, gone)):
-                if line:
-                    kept.append(line)
-            if served.unreadable:
-                unreadable[path] = served.unreadable
-            return served.data
-
-        return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)
 
     def _cleanup(self, job: Job) -> None:
         if job.handle is not None:

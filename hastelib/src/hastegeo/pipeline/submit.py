@@ -34,7 +34,7 @@ class SubmitStep:
         except JobNotFoundError:
             log.warning("submit: job %s does not exist; dropping the message", message.job_id)
             return
-        job = version[0]
+        job = version.job
         if job.state.terminal:
             return
         if job.handle is not None:
@@ -48,8 +48,8 @@ class SubmitStep:
         if expire(deps, job, SOURCE):
             return
 
-        version = deps.store.update_versioned(job.id, self._claim, known=version)
-        job = version[0]
+        version = deps.store.update(job.id, self._claim, known=version).version
+        job = version.job
         if job.state is not JobState.SUBMITTING:
             return
         processor = deps.processors[job.workload]
@@ -74,7 +74,7 @@ class SubmitStep:
             deps.end_job(job.id, JobState.FAILED, line, source=SOURCE, reason=cause)
             return
 
-        job = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version)
+        job = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version).job
         if job.state is JobState.CANCEL_REQUESTED:
             try:
                 deps.service.cancel(handle)
@@ -117,5 +117,5 @@ class SubmitStep:
 
     def _arm_poll(self, job: Job) -> None:
         self._deps.queues.send(
-            POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=job.poll_seq), self._deps.poll_delay(0)
+            POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq), self._deps.poll_delay(0)
         )
