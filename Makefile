@@ -11,7 +11,7 @@ BACKEND ?= local
 JOBS ?= 200
 LOAD_JOBS ?= 1000
 
-.PHONY: help install browser test check lint typecheck demo dev bench chaos package clean
+.PHONY: help install browser test check lint typecheck demo dev bench bench-scale chaos package clean
 
 help: ## List the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -66,10 +66,13 @@ demo: install ## Start the embedded stack and run a real job end to end through 
 dev: install ## Start Azurite and the development Functions host (and the web console) until Ctrl-C
 	$(PY) -m hastegeo.cli.main dev
 
-bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_JOBS=1000), per-workload runtime and memory
+bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_JOBS=1000: acceptance rate, storage calls per job), per-workload runtime and memory
 	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS)
 	$(PY) -m tests.bench.load_bench --jobs $(LOAD_JOBS)
 	$(PY) -m tests.bench.workloads_bench --sizes 512 4096
+
+bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES): reconciler, listings, a read
+	$(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000}
 
 chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks
 	CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q

@@ -1,6 +1,7 @@
 """The reconciler (timer ``reconcile``): no job stuck without a deadline, no provider job left behind.
 
-Every run, from blob metadata alone (one listing):
+Every run, from the store's active-jobs index (one listing and one read per unfinished
+job, whatever the number of finished ones; ADR 0011), which the listing also repairs:
 
 - a job past its deadline is failed with the reason, and its provider job cancelled;
 - a job still queued or submitting after a while gets its submit message again
@@ -93,6 +94,7 @@ class ReconcileStep:
         self._deps = deps
         # Kept across runs (the timer reuses this step): what is failing right now.
         self._conditions = Conditions()
+        self._indexed = False  # the store's state index is known complete (ADR 0011)
 
     def run(self) -> ReconcileReport:
         report = ReconcileReport()
@@ -107,6 +109,11 @@ class ReconcileStep:
     def _jobs(self, report: ReconcileReport) -> None:
         """Deadlines, lost submit messages and dead poll chains, for every unfinished job."""
         try:
+            if not self._indexed:  # jobs stored before the index get their entries first
+                backfilled = self._deps.store.backfill_index()
+                if backfilled is not None:
+                    log.info("reconcile: indexed %d job(s) stored before the state index", backfilled)
+                self._indexed = True
             unfinished = self._deps.store.unfinished()
         except AzureError as exc:  # storage is down: nothing to sweep this run
             self._failed("jobs", "cannot list the unfinished jobs", exc, report)
@@ -132,7 +139,7 @@ class ReconcileStep:
             deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=item.job_id, kind="submit"))
             report.resubmitted.append(item.job_id)
         elif item.state in FOLLOWED_STATES:
-            job = deps.store.get(item.job_id)
+            job = item.job or deps.store.get(item.job_id)
             if not job.state.terminal:
                 deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq))
                 report.rearmed.append(job.id)

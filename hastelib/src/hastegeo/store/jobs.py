@@ -4,7 +4,13 @@ Every change is a read-modify-write with ``If-Match``; when another writer
 got there first (HTTP 412) the change function runs again on the fresh
 document, so concurrent appends never lose an event. A per-project index
 blob, written once when the job is created, lets the API list a project's
-jobs newest first without scanning every document.
+jobs newest first without scanning every document; an
+``active/`` entry per unfinished job and an ``ended/<state>/`` entry per finished
+one let the reconciler and state-filtered listings find jobs without walking history
+(:mod:`hastegeo.store.index`, ADR 0011). Entries are written before the document
+they point to and removed after it moved on, so a crash between the two leaves an
+entry too many, never one too few; readers check every entry against its document
+and delete the ones that can never match again.
 
 Listing pages continue from a *position* in the API's sort order (creation time,
 then id), carried in a signed continuation token (see :mod:`hastegeo.store.cursor`
@@ -27,28 +33,31 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import islice
 from typing import NamedTuple
 
 from azure.core import MatchConditions
-from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.core.exceptions import AzureError, ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.store import cursor
+from hastegeo.store import cursor, index
 from hastegeo.utils.errors import ConflictError, JobNotFoundError
 
 log = logging.getLogger(__name__)
 
 _JSON = ContentSettings(content_type="application/json")
-# Far-future constant so that index names sort newest first.
-_EPOCH_MAX_MS = 10**13
 _TOKEN_KEY_BLOB = "keys/continuation-tokens"  # noqa: S105 - a blob name, not a secret
+# Present once every job of the container has its active/ended entries (ADR 0011).
+_INDEXED_BLOB = "keys/state-index-v1"
 # A filtered listing examines at most this many index entries per page, then hands
 # back a token, so a rare state never makes one request read the whole project.
 SCAN_LIMIT = 1000
+# An index entry without its document may belong to a create still in flight; past this
+# age it belongs to a create that crashed, and readers delete it.
+ORPHAN_ENTRY_GRACE_S = 600.0
 
 
 class Versioned(NamedTuple):
@@ -76,14 +85,22 @@ class Update:
         return Versioned(self.job, self.etag)
 
 
+class _Unreadable:
+    """A stored document that does not parse (see :meth:`JobStore._find_readable`)."""
+
+
+_UNREADABLE = _Unreadable()
+
+
 @dataclass(frozen=True)
 class Unfinished:
-    """What the reconciler needs to know about a job without reading its document."""
+    """What the reconciler needs to know about an unfinished job (read from its document)."""
 
     job_id: str
     state: JobState | None
     deadline_at: datetime | None
     updated_at: datetime | None
+    job: Job | None = None  # the document, when the listing read it
 
 
 @dataclass(frozen=True)
@@ -110,14 +127,16 @@ class JobStore:
 
     @staticmethod
     def index_name(project_id: str, created_at: datetime, job_id: str) -> str:
-        inverted = _EPOCH_MAX_MS - int(created_at.timestamp() * 1000)
-        return f"index/{project_id}/{inverted:013d}-{job_id}"
+        return f"{index.ALL}{project_id}/{index.sort_key(cursor.Position(index.created_ms(created_at), job_id))}"
 
     def create(self, job: Job) -> bool:
-        """Store a new job and its index entry. Returns False if a job with this id exists.
+        """Store a new job and its index entries. Returns False if a job with this id exists.
 
-        The document is written before anything else may point to it.
+        The entries go first (in parallel): a crash before the document leaves entries that
+        readers skip and delete, never a job that neither the listing nor the reconciler
+        finds. The document is written before any message may point to it.
         """
+        list(self._lister.map(self._put_entry, index.entry_names(job)))
         try:
             self._container.upload_blob(
                 self.document_name(job.id),
@@ -127,8 +146,7 @@ class JobStore:
                 metadata=_metadata(job),
             )
         except ResourceExistsError:
-            return False
-        self._container.upload_blob(self.index_name(job.project_id, job.created_at, job.id), b"", overwrite=True)
+            return False  # entries at another position than the stored job's are deleted by readers
         return True
 
     def get(self, job_id: str) -> Job:
@@ -161,12 +179,21 @@ class JobStore:
         Raises:
             JobNotFoundError: no such job.
             ConflictError: the document kept changing for ``max_attempts`` tries.
+
+        A move to a terminal state writes the job's ``ended/<state>`` entry before the
+        document and deletes its ``active/`` entry after it (see the module docstring).
         """
+        ended: set[JobState] = set()  # ended entries this call wrote
         for attempt in range(self._max_attempts):
             current, etag = known if (known is not None and attempt == 0) else self._read(job_id)
             updated = change(current)
             if updated is None:
+                self._drop_ended(current, ended)
                 return Update(current, etag, wrote=False)
+            ending = updated.state.terminal and not current.state.terminal
+            if ending and updated.state not in ended:
+                self._put_entry(self._state_entry(updated))
+                ended.add(updated.state)
             try:
                 result = self._container.get_blob_client(self.document_name(job_id)).upload_blob(
                     _dump(updated),
@@ -178,6 +205,9 @@ class JobStore:
                 )
             except ResourceModifiedError:
                 continue
+            if ending:
+                self._delete_entry(self._state_entry(current))
+            self._drop_ended(updated, ended)
             return Update(updated, str(result["etag"]), wrote=True)
         raise ConflictError(f"Job {job_id} changed too often to update; try again")
 
@@ -191,10 +221,12 @@ class JobStore:
     ) -> JobPage:
         """One page of a project's jobs, newest first, optionally filtered by state.
 
-        Without a filter a page is full unless the listing ended. With one, at most
-        :data:`SCAN_LIMIT` index entries are examined per page, so a page may be short
-        while a continuation token remains. The token is returned only if more
-        entries follow.
+        A filter reads only the index entries of the states it names (ADR 0011), so a page
+        is full whenever that many jobs match, however many others the project has. Each
+        entry is checked against its document; stale ones (a crash between the two writes)
+        are skipped and deleted. At most :data:`SCAN_LIMIT` entries are examined per page,
+        so a page may be short while a continuation token remains. The token is returned
+        only if more entries follow.
 
         Raises:
             cursor.InvalidTokenError: the token was not issued for this project and filter.
@@ -202,39 +234,70 @@ class JobStore:
         """
         bound_to = cursor.scope(project_id, states)
         after = cursor.decode(continuation_token, bound_to, self._key) if continuation_token else None
-        entries = self._index_after(project_id, after, batch=page_size + 1 if states is None else max(page_size, 100))
+        prefixes = index.prefixes(project_id, states)
+        entries = index.merge(self._entries_after(prefix, after, batch=page_size + 1) for prefix in prefixes)
         jobs: builtins.list[Job] = []
         last: cursor.Position | None = None
         examined, more = 0, False
-        while len(jobs) < page_size and examined < SCAN_LIMIT and not more:
-            wanted = page_size - len(jobs) if states is None else max(page_size - len(jobs), 50)
-            batch = builtins.list(islice(entries, min(wanted, SCAN_LIMIT - examined)))
+        now = datetime.now(UTC)
+        while len(jobs) < page_size and examined < SCAN_LIMIT:
+            batch = builtins.list(islice(entries, min(page_size - len(jobs), SCAN_LIMIT - examined)))
             if not batch:
                 break
-            found = self._lister.map(self.find, [position.job_id for position in batch], timeout=self._read_deadline_s)
-            for position, job in zip(batch, found, strict=True):
-                if len(jobs) == page_size:
-                    more = True  # the rest of this batch comes first on the next page
-                    break
-                examined, last = examined + 1, position
-                if job is not None and (states is None or job.state in states):
+            found = self._lister.map(
+                self.find, [entry.position.job_id for entry in batch], timeout=self._read_deadline_s
+            )
+            for entry, job in zip(batch, found, strict=True):
+                examined, last = examined + 1, entry.position
+                if index.matches(entry, job, project_id, states):
+                    assert job is not None
                     jobs.append(job)
+                elif index.stale(entry, job, now, ORPHAN_ENTRY_GRACE_S):
+                    self._delete_entry(entry.name, etag=entry.etag)
         else:
-            more = more or (last is not None and next(entries, None) is not None)
+            more = last is not None and next(entries, None) is not None
         token = cursor.encode(last, bound_to, self._key()) if more and last is not None else None
         return JobPage(jobs=jobs, continuation_token=token)
 
-    def _index_after(self, project_id: str, after: cursor.Position | None, *, batch: int) -> Iterator[cursor.Position]:
-        """Index entries of a project strictly after ``after``, in listing order (lazily, page by page)."""
-        prefix = f"index/{project_id}/"
-        start = None if after is None else f"{prefix}{_EPOCH_MAX_MS - after.created_ms:013d}-{after.job_id}"
+    def _entries_after(self, prefix: str, after: cursor.Position | None, *, batch: int) -> Iterator[index.Entry]:
+        """Index entries under ``prefix`` strictly after ``after``, in listing order (lazily, page by page)."""
+        start = None if after is None else prefix + index.sort_key(after)
         for blob in self._container.list_blobs(
             name_starts_with=prefix, start_from=start, results_per_page=min(batch + (start is not None), 5000)
         ):
-            inverted, _, job_id = str(blob.name).removeprefix(prefix).partition("-")
             if start is not None and blob.name <= start:
                 continue  # start_from is inclusive
-            yield cursor.Position(_EPOCH_MAX_MS - int(inverted), job_id)
+            yield index.Entry(str(blob.name), index.parse(str(blob.name), prefix), str(blob.etag), blob.last_modified)
+
+    def _state_entry(self, job: Job) -> str:
+        return index.state_entry(job.project_id, job.state, index.sort_key(index.position_of(job)))
+
+    def _put_entry(self, name: str) -> None:
+        self._container.upload_blob(name, b"", overwrite=True)
+
+    def _delete_entry(self, name: str, *, etag: str | None = None) -> None:
+        """Delete an index entry; with ``etag``, only the version that was judged stale.
+
+        A failure is left for the next reader: an entry too many costs a document read, never a wrong answer.
+        """
+        condition = {"etag": etag, "match_condition": MatchConditions.IfNotModified} if etag else {}
+        try:
+            self._container.delete_blob(name, **condition)  # type: ignore[arg-type]
+        except (ResourceNotFoundError, ResourceModifiedError):
+            pass
+        except AzureError as exc:
+            log.info("index entry %s not deleted (%s); the next reader retries", name, type(exc).__name__)
+
+    def _drop_ended(self, final: Job, written: set[JobState]) -> None:
+        """Delete ``ended`` entries this update wrote for a state the job did not end in.
+
+        Only once the job has ended: a terminal document never changes again, so no
+        other writer can still need them. Otherwise readers remove them later.
+        """
+        if final.state.terminal:
+            key = index.sort_key(index.position_of(final))
+            for state in written - {final.state}:
+                self._delete_entry(index.state_entry(final.project_id, state, key))
 
     def _key(self) -> bytes:
         """The key that signs continuation tokens: one per jobs container, made by whoever lists first."""
@@ -246,30 +309,75 @@ class JobStore:
                 self._token_key = self._container.download_blob(_TOKEN_KEY_BLOB).readall()
             return self._token_key
 
-    def unfinished(self) -> builtins.list[Unfinished]:
-        """Every job not yet in a terminal state, from blob metadata (one listing, no document reads).
+    def unfinished(self, now: datetime | None = None) -> builtins.list[Unfinished]:
+        """Every job not yet in a terminal state: the ``active/`` entries and their documents.
 
-        The reconciler walks this; metadata is written with every document, so
-        it is as fresh as the job itself.
+        Costs one listing of the active entries and one read per unfinished job, however
+        many jobs have ended. Repairs what a crash left behind (ADR 0011): an entry whose
+        job has ended gets its ``ended`` entry made sure of and is deleted; an entry at
+        another position than its document, or without a document for longer than
+        :data:`ORPHAN_ENTRY_GRACE_S`, is deleted.
         """
-        found = []
-        for blob in self._container.list_blobs(name_starts_with="jobs/", include=["metadata"]):
-            meta = blob.metadata or {}
-            state = meta.get("state", "")
-            if state and JobState(state).terminal:
-                continue
-            job_id = blob.name.removeprefix("jobs/").removesuffix(".json")
-            deadline = meta.get("deadline")
-            updated = meta.get("updated")
-            found.append(
-                Unfinished(
-                    job_id=job_id,
-                    state=JobState(state) if state else None,
-                    deadline_at=datetime.fromisoformat(deadline) if deadline else None,
-                    updated_at=datetime.fromisoformat(updated) if updated else None,
-                )
+        now = now or datetime.now(UTC)
+        entries = [
+            index.Entry(
+                str(blob.name),
+                index.parse(str(blob.name), f"{index.ACTIVE}{project}/"),
+                str(blob.etag),
+                blob.last_modified,
             )
+            for blob in self._container.list_blobs(name_starts_with=index.ACTIVE)
+            for project in [index.project_of_active(str(blob.name))]
+        ]
+        found = []
+        read = self._lister.map(self._find_readable, [e.position.job_id for e in entries])
+        for entry, job in zip(entries, read, strict=True):
+            if isinstance(job, _Unreadable):
+                continue  # logged; its entries stay until the document can be read
+            if job is not None and index.matches(entry, job, index.project_of_active(entry.name), None):
+                if not job.state.terminal:
+                    found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))
+                    continue
+                self._put_entry(self._state_entry(job))  # written before the document; made sure of
+            if index.stale(entry, job, now, ORPHAN_ENTRY_GRACE_S):
+                log.info("index: removing stale entry %s", entry.name)
+                self._delete_entry(entry.name, etag=entry.etag)
         return found
+
+    def backfill_index(self) -> int | None:
+        """Give jobs stored before the state index (ADR 0011) their entries, once per container.
+
+        Returns the number of jobs indexed, or None when the container was indexed already
+        (one storage call). The walk over every document happens once, on the first call
+        after an upgrade; writing an entry twice is harmless, so two callers at once only
+        duplicate work.
+        """
+        marker = self._container.get_blob_client(_INDEXED_BLOB)
+        if marker.exists():
+            return None
+        ids = (
+            str(blob.name).removeprefix("jobs/").removesuffix(".json")
+            for blob in self._container.list_blobs(name_starts_with="jobs/")
+        )
+        indexed = 0
+        while chunk := builtins.list(islice(ids, 500)):  # bounded memory, however many jobs
+            jobs = [job for job in self._lister.map(self._find_readable, chunk) if isinstance(job, Job)]
+            builtins.list(self._lister.map(self._put_entry, [name for job in jobs for name in index.entry_names(job)]))
+            indexed += len(jobs)
+        marker.upload_blob(b"", overwrite=True)
+        return indexed
+
+    def _find_readable(self, job_id: str) -> Job | _Unreadable | None:
+        """:meth:`find`, but a document that does not parse is logged and answered with :data:`_UNREADABLE`.
+
+        Sweeps use it: one bad record must neither stop them nor pass for a missing one
+        (whose entries would be deleted).
+        """
+        try:
+            return self.find(job_id)
+        except ValueError as exc:
+            log.warning("job %s: the stored document cannot be read (%s)", job_id, type(exc).__name__)
+            return _UNREADABLE
 
     def save_rejection(self, key: str, document: dict[str, object]) -> str:
         """Keep a rejected upstream request for operators (``rejected/<key>.json``). Returns the blob name."""

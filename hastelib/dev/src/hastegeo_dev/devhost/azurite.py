@@ -1,4 +1,4 @@
-"""Start and stop Azurite (blob + queue) for the development host, the demo and tests.
+"""Start and stop Azurite (blob, queue and table) for the development host, the demo and tests.
 
 Azurite comes from the project's pinned npm packages (``node_modules``). It
 listens on ports chosen by the OS and prints them; we read them back, so
@@ -25,7 +25,9 @@ from types import TracebackType
 ACCOUNT_NAME = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
-_LISTENING = re.compile(r"Azurite (Blob|Queue) service (?:is )?successfully (?:listens on|listening at) (http://\S+)")
+_LISTENING = re.compile(
+    r"Azurite (Blob|Queue|Table) service (?:is )?successfully (?:listens on|listening at) (http://\S+)"
+)
 
 
 class AzuriteError(RuntimeError):
@@ -47,7 +49,7 @@ def find_azurite(repo_root: Path | None = None) -> str:
 
 
 class Azurite:
-    """An Azurite process with blob and queue services on loopback."""
+    """An Azurite process with blob, queue and table services on loopback."""
 
     def __init__(self, location: str | None = None, *, in_memory: bool = False, startup_timeout: float = 30.0) -> None:
         self._location = location
@@ -57,15 +59,16 @@ class Azurite:
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self.blob_url = ""
         self.queue_url = ""
+        self.table_url = ""
 
     @property
     def connection_string(self) -> str:
         return (
             f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT_NAME};AccountKey={ACCOUNT_KEY};"
-            f"BlobEndpoint={self.blob_url};QueueEndpoint={self.queue_url};"
+            f"BlobEndpoint={self.blob_url};QueueEndpoint={self.queue_url};TableEndpoint={self.table_url};"
         )
 
-    def start(self, blob_port: int = 0, queue_port: int = 0) -> Azurite:
+    def start(self, blob_port: int = 0, queue_port: int = 0, table_port: int = 0) -> Azurite:
         args = [
             find_azurite(),
             "--blobHost", "127.0.0.1", "--blobPort", str(blob_port),
@@ -79,8 +82,7 @@ class Azurite:
                 self._tempdir = tempfile.TemporaryDirectory(prefix="azurite-")
                 self._location = self._tempdir.name
             args += ["--location", self._location]
-        # Azurite 3.x also starts the table service; keep it off a fixed port.
-        args += ["--tableHost", "127.0.0.1", "--tablePort", "0"]
+        args += ["--tableHost", "127.0.0.1", "--tablePort", str(table_port)]
         self._process = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
@@ -95,7 +97,7 @@ class Azurite:
         found: dict[str, str] = {}
         seen: list[str] = []
         deadline = time.monotonic() + self._timeout
-        while len(found) < 2:
+        while len(found) < 3:
             try:
                 line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
@@ -108,7 +110,7 @@ class Azurite:
             match = _LISTENING.search(line)
             if match:
                 found[match.group(1)] = match.group(2).rstrip("/") + f"/{ACCOUNT_NAME}"
-        self.blob_url, self.queue_url = found["Blob"], found["Queue"]
+        self.blob_url, self.queue_url, self.table_url = found["Blob"], found["Queue"], found["Table"]
         return self
 
     def _drain(self, lines: queue.Queue[str | None]) -> None:

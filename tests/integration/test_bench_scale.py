@@ -1,0 +1,48 @@
+"""``make bench-scale`` at a small size: the seeding fast path writes jobs the store reads
+back as its own, and the bench measures what it says (not part of the timing goal)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hastegeo.models.states import JobState
+from tests.bench import scale_bench
+from tests.bench.azurite_seed import append_blobs
+
+pytestmark = [pytest.mark.azurite, pytest.mark.slow]
+
+
+def test_seeded_jobs_are_read_back_as_the_store_wrote_them(tmp_path: Path) -> None:
+    location = tmp_path / "azurite"
+    azurite, runtime = scale_bench.start(location)
+    try:
+        live = scale_bench.job_at(scale_bench.T0, JobState.QUEUED)
+        assert runtime.store.create(live)  # Azurite writes the first blob: the template
+        azurite.stop()
+        blobs = list(scale_bench.finished_blobs(30, 0))
+        assert append_blobs(location, runtime.settings.storage.jobs_container, iter(blobs)) == 90
+        azurite, runtime = scale_bench.start(location)
+        store = runtime.store
+        ended = store.list(scale_bench.PROJECT, states=frozenset({JobState.SUCCEEDED}), page_size=100)
+        assert len(ended.jobs) == 30
+        assert all(job.state is JobState.SUCCEEDED for job in ended.jobs)
+        assert [u.job_id for u in store.unfinished()] == [live.id]
+        assert len(store.list(scale_bench.PROJECT, page_size=100).jobs) == 31
+        store.update(live.id, lambda j: j.model_copy(update={"state": JobState.CANCELLED}))  # Azurite writes on
+        assert store.get(live.id).state is JobState.CANCELLED
+    finally:
+        azurite.stop()
+
+
+def test_the_bench_reports_every_operation_with_its_storage_calls(tmp_path: Path) -> None:
+    results = scale_bench.run([20, 60], repeat=2, workdir=tmp_path)  # calls are those of the last run
+    assert sorted(results) == [20, 60]
+    for size in results.values():
+        assert set(size) == {"reconciler pass", "first page", "first page, state=running", "one read"}
+        assert size["one read"][2] == 1
+        # One listing, then one read per running job, then one poll message each.
+        assert size["reconciler pass"][2] == 1 + 2 * scale_bench.RUNNING
+    # The cost in calls does not grow with the finished jobs.
+    assert {name: r[2] for name, r in results[20].items()} == {name: r[2] for name, r in results[60].items()}
