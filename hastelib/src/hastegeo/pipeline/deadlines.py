@@ -10,7 +10,8 @@ import logging
 
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.deps import PipelineDeps, ended_job
+from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import HasteError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,13 @@ def expire(deps: PipelineDeps, job: Job, source: str) -> bool:
         return deps.event(current, f"failed: {reason}", source, JobState.FAILED, reason=reason)
 
     updated = deps.store.update(job.id, change)
+    if ended[0]:
+        ended_job(updated, "deadline")
     if ended[0] and updated.handle is not None:
         try:
             deps.service.cancel(updated.handle)
         except HasteError as exc:  # the reconciler's orphan sweep tries again
-            log.warning("cancel of expired job %s failed: %s", job.id, describe_exception(exc))
+            log.warning(
+                "cancel of expired job %s failed: %s", job.id, describe_exception(exc), extra=job_fields(updated)
+            )
     return ended[0]

@@ -13,6 +13,7 @@ the chain keeps polling with backoff, and only the job's deadline fails it.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
@@ -24,11 +25,13 @@ from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.deps import PipelineDeps, ended_job
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
 from hastegeo.processors.base import OutputAccess, PostprocessError
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
+from hastegeo.telemetry import meter, tracer
+from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import HasteError, JobNotFoundError, TerminalBackendError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -42,12 +45,23 @@ class PollStep:
         self._acceptor = acceptor
 
     def handle(self, message: JobMessage) -> None:
+        with tracer.step_span(
+            message.kind,
+            traceparent=message.traceparent,
+            job_id=message.job_id,
+            job_trace=self._deps.trace_of,
+            attributes={tracer.POLL_SEQ: message.attempt},
+        ):
+            self._handle(message)
+
+    def _handle(self, message: JobMessage) -> None:
         deps = self._deps
         try:
             version = deps.store.read(message.job_id)
         except JobNotFoundError:
             return
         job = version[0]
+        tracer.annotate(job)
         if job.state.terminal or job.handle is None:
             return
         chain = message.kind == "poll"
@@ -63,7 +77,9 @@ class PollStep:
             status = deps.service.status(job.handle)
         except TerminalBackendError as exc:
             reason = f"lost track of the provider job: {describe_exception(exc)}"
-            deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason)
+            deps.end_job(
+                job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="provider"
+            )
             return
         except HasteError as exc:
             # Transient errors, and a backend that cannot start right now (a
@@ -77,7 +93,9 @@ class PollStep:
             if status.state is ComputeState.QUEUED and waited > deps.settings.pipeline.queued_deadline_s:
                 reason = f"the provider did not start it within {deps.settings.pipeline.queued_deadline_s}s"
                 self._cancel_provider(job)
-                deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason)
+                deps.end_job(
+                    job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="deadline"
+                )
                 return
             self._progress(version, status, chain)
             return
@@ -117,6 +135,8 @@ class PollStep:
             return updated.model_copy(update=updates)
 
         deps.store.update(job.id, change, known=version)
+        if status.state is ComputeState.RUNNING and job.detail in (None, "waiting to start") and note != job.detail:
+            meter.provider_started(job, deps.clock())  # the first poll that sees it run
 
     def _workload_lines(self, job: Job, lines: list[ProgressLine]) -> Job:
         """``job`` with the workload's progress lines in its history, at the times they were written."""
@@ -189,9 +209,17 @@ class PollStep:
 
         version = deps.store.update_versioned(job.id, start, known=version)
         if moved[0]:  # otherwise another delivery got there first and is finishing it
+            meter.workload_ended(job, deps.clock())
             self._finish(version)
 
     def _finish(self, version: Versioned) -> None:
+        started = time.perf_counter()
+        with tracer.step_span("postprocess", traceparent=None, job_id=version[0].id, kind=tracer.INTERNAL):
+            tracer.annotate(version[0])
+            self._postprocess(version)
+        meter.postprocessed(version[0], time.perf_counter() - started)
+
+    def _postprocess(self, version: Versioned) -> None:
         deps = self._deps
         job = version[0]
         assert job.handle is not None
@@ -202,7 +230,9 @@ class PollStep:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
             message = f"post-processing failed: {exc}"
-            deps.end_job(job.id, JobState.FAILED, message, source="postprocess", reason=str(exc))
+            deps.end_job(
+                job.id, JobState.FAILED, message, source="postprocess", reason=str(exc), reason_class="workload"
+            )
             return
         progress = access.read(processor.progress_log_path) or b""
         # The lines not yet copied while the job ran (all of them, for a fast job).
@@ -233,7 +263,16 @@ class PollStep:
                 progress=1.0,
             )
 
-        deps.store.update(job.id, done, known=version)
+        succeeded = [False]  # did this call write the success? (the change may run more than once)
+
+        def done_once(current: Job) -> Job | None:
+            updated = done(current)
+            succeeded[0] = updated is not None
+            return updated
+
+        job = deps.store.update(job.id, done_once, known=version)
+        if succeeded[0]:
+            ended_job(job)
 
     def _start_follow_ons(self, job: Job, requests: list[JobRequest]) -> list[str]:
         lines = []
@@ -276,7 +315,11 @@ class PollStep:
             def remember(line: str) -> None:
                 unreadable[path] = line
 
-            return self._deps.service.read_output(handle, path, notes.append, remember)
+            return self._deps.service.read_output(handle, path, fallback, remember)
+
+        def fallback(line: str) -> None:
+            notes.append(line)
+            meter.blob_fallback(job)
 
         return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)
 
@@ -290,4 +333,4 @@ class PollStep:
         try:
             self._deps.service.cancel(job.handle)
         except HasteError as exc:
-            log.warning("cancel of %s failed: %s", job.id, describe_exception(exc))
+            log.warning("cancel of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job))

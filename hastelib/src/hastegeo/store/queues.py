@@ -1,6 +1,8 @@
 """Queue names and the pointer messages that travel on them.
 
-A message only points at a job (``jobId``, kind, attempt); the stored job
+A message only points at a job (``jobId``, kind, attempt, and the W3C
+``traceparent`` of the step that sent it, so the job's trace continues on the
+other side; docs/adr/0012); the stored job
 is the truth. That keeps messages tiny, makes a duplicate delivery
 harmless, and means no state can be overwritten by a stale message.
 Messages are plain JSON text (``messageEncoding: none`` in host.json).
@@ -9,13 +11,16 @@ Messages are plain JSON text (``messageEncoding: none`` in host.json).
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from typing import Literal
 
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient, QueueServiceClient
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
+
+from hastegeo.telemetry.tracer import current_traceparent
 
 SUBMIT_QUEUE = "jobs-submit"
 POLL_QUEUE = "jobs-poll"
@@ -24,6 +29,7 @@ POISON_SUFFIX = "-poison"
 ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE)
 
 MessageKind = Literal["submit", "poll", "nudge"]
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 
 
 class JobMessage(BaseModel):
@@ -40,9 +46,20 @@ class JobMessage(BaseModel):
     job_id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     kind: MessageKind
     attempt: int = Field(0, ge=0)
+    # Optional both ways: the previous version ignores it (extra="ignore") and sends none.
+    traceparent: str | None = None
+
+    @field_validator("traceparent", mode="before")
+    @classmethod
+    def _traceparent_or_none(cls, value: object) -> str | None:
+        """A malformed ``traceparent`` costs the trace link, never the job's message."""
+        return value if isinstance(value, str) and _TRACEPARENT.fullmatch(value) else None
 
     def encode(self) -> str:
-        return self.model_dump_json(by_alias=True)
+        """The message text, with the current span's ``traceparent`` unless one was set (none without a span)."""
+        traceparent = self.traceparent or current_traceparent()
+        message = self if traceparent == self.traceparent else self.model_copy(update={"traceparent": traceparent})
+        return message.model_dump_json(by_alias=True, exclude_none=True)
 
 
 class QueueSender:
