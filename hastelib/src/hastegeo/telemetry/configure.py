@@ -38,7 +38,7 @@ def parse_export(value: str) -> tuple[str, Path | None]:
     raise ValueError(f"{value!r}: choose off, console, azure or file:PATH")
 
 
-def configure_telemetry(export: str, *, metric_interval_s: float = 5.0) -> str:
+def configure_telemetry(export: str, *, metric_interval_s: float = 1.0) -> str:
     """Install exporters for ``export`` unless this process already did; returns the mode in force."""
     global _configured
     from hastegeo.telemetry.logs import quiet_expected_sdk_noise
@@ -67,12 +67,13 @@ def _json_lines(path: Path | None, metric_interval_s: float) -> None:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ParentBased
 
-    from hastegeo.telemetry.export import JsonLines, JsonLinesMetricExporter, JsonLinesSpanExporter
+    from hastegeo.telemetry.export import JsonLines, JsonLinesMetricExporter, JsonLinesSpanExporter, StepRoots
 
     sink = JsonLines(path if path is not None else sys.stderr)
     resource = Resource.create({"service.name": SERVICE_NAME})
-    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider = TracerProvider(resource=resource, sampler=ParentBased(root=StepRoots()))
     tracer_provider.add_span_processor(BatchSpanProcessor(JsonLinesSpanExporter(sink), schedule_delay_millis=500))
     trace.set_tracer_provider(tracer_provider)
     reader = PeriodicExportingMetricReader(

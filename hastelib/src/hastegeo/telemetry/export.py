@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from opentelemetry.context import Context
 from opentelemetry.sdk.metrics.export import (
     HistogramDataPoint,
     MetricExporter,
@@ -23,6 +24,38 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler, SamplingResult
+from opentelemetry.trace import Link, SpanKind
+from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import Attributes
+
+
+class StepRoots(Sampler):
+    """Start traces only at steps and requests (use as ``ParentBased(root=StepRoots())``).
+
+    A storage call outside any step (the development host polling its queues
+    every second) would otherwise be a trace of its own, many a minute. Steps
+    and requests are server and consumer spans; the reconciler's run is the
+    one internal root. Inside a trace, the parent decides.
+    """
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        chosen = kind in (SpanKind.SERVER, SpanKind.CONSUMER) or name == "reconcile"
+        return (ALWAYS_ON if chosen else ALWAYS_OFF).should_sample(
+            parent_context, trace_id, name, kind, attributes, links, trace_state
+        )
+
+    def get_description(self) -> str:
+        return "StepRoots"
 
 
 class JsonLines:
@@ -157,7 +190,8 @@ def render_trace(spans: list[dict[str, Any]], write: Callable[[str], None]) -> N
             for key in ("haste.backend", "haste.state", "haste.poll_seq")
             if key in attrs
         )
-        failed = f"  ERROR: {span['status']['message']}" if span["status"]["code"] == "ERROR" else ""
+        message = (span["status"]["message"] or "").strip().splitlines()
+        failed = f"  ERROR: {message[0] if message else ''}" if span["status"]["code"] == "ERROR" else ""
         write(f"{'  ' * depth}{span['name']}  {took:.1f} ms  {where}{failed}")
         for child in children.get(span["spanId"], []):
             show(child, depth + 1)
