@@ -69,7 +69,13 @@ def _json_lines(path: Path | None, metric_interval_s: float) -> None:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.sampling import ParentBased
 
-    from hastegeo.telemetry.export import JsonLines, JsonLinesMetricExporter, JsonLinesSpanExporter, StepRoots
+    from hastegeo.telemetry.export import (
+        JsonLines,
+        JsonLinesLogHandler,
+        JsonLinesMetricExporter,
+        JsonLinesSpanExporter,
+        StepRoots,
+    )
 
     sink = JsonLines(path if path is not None else sys.stderr)
     resource = Resource.create({"service.name": SERVICE_NAME})
@@ -80,6 +86,7 @@ def _json_lines(path: Path | None, metric_interval_s: float) -> None:
         JsonLinesMetricExporter(sink), export_interval_millis=int(metric_interval_s * 1000)
     )
     metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=[reader]))
+    logging.getLogger("hastegeo").addHandler(JsonLinesLogHandler(sink))
 
 
 def _azure() -> None:

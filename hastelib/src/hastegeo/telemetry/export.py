@@ -9,6 +9,7 @@ set holds its total. Imported only when ``HASTE_OTEL_EXPORT`` asks for it.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -77,6 +78,25 @@ class JsonLines:
             else:
                 self._target.write(text)
                 self._target.flush()
+
+
+class JsonLinesLogHandler(logging.Handler):
+    """The app's log records as ``"signal": "log"`` lines beside the spans (redacted, job fields as fields)."""
+
+    def __init__(self, sink: JsonLines) -> None:
+        super().__init__(logging.INFO)
+        from hastegeo.telemetry.logs import JsonFormatter
+        from hastegeo.utils.redaction import RedactingFilter
+
+        self._sink = sink
+        self.setFormatter(JsonFormatter())
+        self.addFilter(RedactingFilter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._sink.write([{"signal": "log", **json.loads(self.format(record))}])
+        except Exception:  # a log line must never break the step that wrote it
+            self.handleError(record)
 
 
 def span_entry(span: ReadableSpan) -> dict[str, Any]:
@@ -151,6 +171,11 @@ def read_trace(path: Path, job_id: str) -> list[dict[str, Any]]:
     spans = [entry for entry in _lines(path) if entry.get("signal") == "span"]
     traces = {span["traceId"] for span in spans if span["attributes"].get("haste.job_id") == job_id}
     return sorted((span for span in spans if span["traceId"] in traces), key=lambda span: span["startTimeUnixNano"])
+
+
+def job_logs(path: Path, job_id: str) -> list[dict[str, Any]]:
+    """The log lines of ``job_id`` from a JSON lines file, in order."""
+    return [entry for entry in _lines(path) if entry.get("signal") == "log" and entry.get("job_id") == job_id]
 
 
 def latest_metrics(path: Path) -> dict[str, list[dict[str, Any]]]:
