@@ -167,7 +167,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from hastegeo.cli.stack import repo_root
     from hastegeo.config import telemetry_settings
     from hastegeo.telemetry.configure import parse_export
-    from hastegeo.telemetry.export import read_trace, render_trace
+    from hastegeo.telemetry.export import job_logs, read_trace, render_trace
 
     path = Path(args.file) if args.file else None
     if path is None:
@@ -178,6 +178,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         print(f"no span of job {args.job_id} in {path}", file=sys.stderr)
         return 1
     render_trace(spans, print)
+    for entry in job_logs(path, args.job_id):
+        print(f"{entry['time']} {entry['level']} {entry['message']}")
     return 0
 
 
