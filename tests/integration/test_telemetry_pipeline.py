@@ -64,7 +64,7 @@ def test_a_job_is_one_trace_from_its_request_to_its_success_and_is_counted(make_
     assert submit_message.traceparent is not None
     assert trace_id_of(submit_message.traceparent) == format(trace_id, "032x")
     assert job.trace_parent == submit_message.traceparent  # the job remembers the trace it was accepted in
-    steps = [s for s in seen.spans if s.instrumentation_scope is not None and s.instrumentation_scope.name == "hastegeo"]
+    steps = [s for s in seen.spans if s.instrumentation_scope and s.instrumentation_scope.name == "hastegeo"]
     assert {s.name for s in steps} >= {"POST /api/jobs", "submit", "poll", "postprocess"}
     assert {s.context.trace_id for s in steps} == {trace_id}
     submit_span = seen.named("submit")[0]
