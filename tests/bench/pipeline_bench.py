@@ -7,6 +7,10 @@ the same run, so the ratio is meaningful on a noisy machine.
 Reported for the pipeline: jobs/s end to end (first submit → last job
 terminal), submit→start latency (HTTP submit → workload process started) and
 end→terminal latency (workload exited → job succeeded), p50 and p90.
+
+The pipeline runs twice, telemetry off and on (``HASTE_OTEL_EXPORT=file:...``,
+every span, metric and log line written), and the bench reports what tracing
+adds to the end-to-end time (docs/adr/0012 keeps it under 5 %).
 """
 
 from __future__ import annotations
@@ -43,8 +47,9 @@ def ts(value: str) -> float:
     return datetime.fromisoformat(value).timestamp()
 
 
-def run_pipeline(jobs: int, concurrency: int, workdir: Path) -> dict[str, Any]:
+def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off") -> dict[str, Any]:
     settings = {
+        "HASTE_OTEL_EXPORT": export,
         "FUNCTIONS_WORKER_PROCESS_COUNT": os.environ.get("BENCH_WORKERS", "2"),
         "HASTE_LOCAL_SLOTS": str(concurrency),
         "HASTE_POLL_INITIAL_S": os.environ.get("BENCH_POLL_INITIAL_S", "5"),
@@ -156,6 +161,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="haste-bench-") as tmp:
         base = run_subprocess(args.jobs, args.concurrency, Path(tmp) / "subprocess")
         pipe = run_pipeline(args.jobs, args.concurrency, Path(tmp) / "pipeline")
+        traced_file = Path(tmp) / "otel.jsonl"
+        traced = run_pipeline(args.jobs, args.concurrency, Path(tmp) / "traced", f"file:{traced_file}")
+        spans = sum(1 for line in traced_file.open(encoding="utf-8") if '"signal": "span"' in line)
     print(f"\n{args.jobs} trivial artifacts jobs, concurrency {args.concurrency}, {os.cpu_count()} cores\n")
     print(f"{'':28}{'pipeline':>12}{'subprocess':>12}{'ratio':>8}")
     print(f"{'jobs/s':28}{pipe['jobs_per_s']:>12.1f}{base['jobs_per_s']:>12.1f}"
@@ -167,7 +175,13 @@ def main() -> int:
     print(f"{'burst submit→start p50/p90':28}{pipe['start_p50'] * 1000:>12.0f}{pipe['start_p90'] * 1000:>12.0f}")
     print(f"{'burst end→terminal p50/p90':28}{pipe['end_p50'] * 1000:>12.0f}{pipe['end_p90'] * 1000:>12.0f}")
     print(f"{'failed jobs':28}{pipe['failed']:>12d}")
-    return 0 if pipe["failed"] == 0 else 1
+    overhead = (traced["elapsed_s"] - pipe["elapsed_s"]) / pipe["elapsed_s"] * 100
+    print(f"\n{'':28}{'traced':>12}{'untraced':>12}{'added':>8}")
+    print(f"{'wall time (s)':28}{traced['elapsed_s']:>12.1f}{pipe['elapsed_s']:>12.1f}{overhead:>7.1f}%")
+    idle = (traced["idle_start_p50"] * 1000, pipe["idle_start_p50"] * 1000)
+    print(f"{'idle submit→start p50 (ms)':28}{idle[0]:>12.0f}{idle[1]:>12.0f}")
+    print(f"{'spans written':28}{spans:>12d}")
+    return 0 if pipe["failed"] == 0 and traced["failed"] == 0 else 1
 
 
 if __name__ == "__main__":

@@ -22,32 +22,42 @@ ReasonClass = Literal["validation", "provider", "workload", "deadline", "poison"
 REASON_CLASSES: tuple[ReasonClass, ...] = ("validation", "provider", "workload", "deadline", "poison")
 
 _METER = metrics.get_meter("hastegeo")
+METRIC_NAMES: set[str] = set()  # every instrument's name, for the checks of the alert queries
 
-ACCEPTED = _METER.create_counter("haste.jobs.accepted", unit="{job}", description="Jobs stored and enqueued.")
-STARTED = _METER.create_counter("haste.jobs.started", unit="{job}", description="Jobs a provider accepted.")
-SUCCEEDED = _METER.create_counter("haste.jobs.succeeded", unit="{job}", description="Jobs that succeeded.")
-FAILED = _METER.create_counter(
+
+def _counter(name: str, unit: str, description: str) -> metrics.Counter:
+    METRIC_NAMES.add(name)
+    return _METER.create_counter(name, unit=unit, description=description)
+
+
+def _histogram(name: str, unit: str, description: str) -> metrics.Histogram:
+    METRIC_NAMES.add(name)
+    return _METER.create_histogram(name, unit=unit, description=description)
+
+
+ACCEPTED = _counter("haste.jobs.accepted", unit="{job}", description="Jobs stored and enqueued.")
+STARTED = _counter("haste.jobs.started", unit="{job}", description="Jobs a provider accepted.")
+SUCCEEDED = _counter("haste.jobs.succeeded", unit="{job}", description="Jobs that succeeded.")
+FAILED = _counter(
     "haste.jobs.failed", unit="{job}", description="Jobs that failed, by reason_class (validation, provider, ...)."
 )
-CANCELLED = _METER.create_counter("haste.jobs.cancelled", unit="{job}", description="Jobs cancelled.")
-QUEUE_WAIT = _METER.create_histogram(
-    "haste.job.queue_wait", unit="s", description="From accepted to submitted to the provider."
-)
-PROVIDER_WAIT = _METER.create_histogram(
+CANCELLED = _counter("haste.jobs.cancelled", unit="{job}", description="Jobs cancelled.")
+QUEUE_WAIT = _histogram("haste.job.queue_wait", unit="s", description="From accepted to submitted to the provider.")
+PROVIDER_WAIT = _histogram(
     "haste.job.provider_wait", unit="s", description="From submitted to first seen running by a poll."
 )
-RUN_TIME = _METER.create_histogram("haste.job.run_time", unit="s", description="From submitted to the workload's end.")
-POSTPROCESS_TIME = _METER.create_histogram(
+RUN_TIME = _histogram("haste.job.run_time", unit="s", description="From submitted to the workload's end.")
+POSTPROCESS_TIME = _histogram(
     "haste.job.postprocess_time", unit="s", description="Reading, checking and recording a finished job's outputs."
 )
-POLLS = _METER.create_histogram("haste.job.polls", unit="{call}", description="Provider status calls per ended job.")
-BLOB_FALLBACK = _METER.create_counter(
+POLLS = _histogram("haste.job.polls", unit="{call}", description="Provider status calls per ended job.")
+BLOB_FALLBACK = _counter(
     "haste.outputs.blob_fallback", unit="{read}", description="Output reads served by the blob copy, not the provider."
 )
-RECONCILE_FINDINGS = _METER.create_counter(
+RECONCILE_FINDINGS = _counter(
     "haste.reconcile.findings", unit="{job}", description="What the reconciler acted on, by finding."
 )
-RECONCILE_ERRORS = _METER.create_counter(
+RECONCILE_ERRORS = _counter(
     "haste.reconcile.errors", unit="{run}", description="Reconciler runs that could not reach a source, by source."
 )
 
