@@ -157,13 +157,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2, help="untraced/traced pipeline runs, alternated")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="haste-bench-") as tmp:
         base = run_subprocess(args.jobs, args.concurrency, Path(tmp) / "subprocess")
-        pipe = run_pipeline(args.jobs, args.concurrency, Path(tmp) / "pipeline")
-        traced_file = Path(tmp) / "otel.jsonl"
-        traced = run_pipeline(args.jobs, args.concurrency, Path(tmp) / "traced", f"file:{traced_file}")
+        # Untraced and traced runs alternate, and each side keeps its fastest run: on a shared
+        # machine, noise only ever adds time, so the minimum is the fairest comparison.
+        untraced_runs, traced_runs = [], []
+        for round_ in range(args.rounds):
+            untraced_runs.append(run_pipeline(args.jobs, args.concurrency, Path(tmp) / f"pipeline{round_}"))
+            traced_file = Path(tmp) / f"otel{round_}.jsonl"
+            traced_runs.append(
+                run_pipeline(args.jobs, args.concurrency, Path(tmp) / f"traced{round_}", f"file:{traced_file}")
+            )
         spans = sum(1 for line in traced_file.open(encoding="utf-8") if '"signal": "span"' in line)
+        pipe = min(untraced_runs, key=lambda run: float(run["elapsed_s"]))
+        traced = min(traced_runs, key=lambda run: float(run["elapsed_s"]))
     print(f"\n{args.jobs} trivial artifacts jobs, concurrency {args.concurrency}, {os.cpu_count()} cores\n")
     print(f"{'':28}{'pipeline':>12}{'subprocess':>12}{'ratio':>8}")
     print(f"{'jobs/s':28}{pipe['jobs_per_s']:>12.1f}{base['jobs_per_s']:>12.1f}"
@@ -176,12 +185,15 @@ def main() -> int:
     print(f"{'burst end→terminal p50/p90':28}{pipe['end_p50'] * 1000:>12.0f}{pipe['end_p90'] * 1000:>12.0f}")
     print(f"{'failed jobs':28}{pipe['failed']:>12d}")
     overhead = (traced["elapsed_s"] - pipe["elapsed_s"]) / pipe["elapsed_s"] * 100
-    print(f"\n{'':28}{'traced':>12}{'untraced':>12}{'added':>8}")
+    print(f"\nbest of {args.rounds} alternated runs each; every run's wall time (s):")
+    print(f"  untraced {[round(run['elapsed_s'], 1) for run in untraced_runs]}")
+    print(f"  traced   {[round(run['elapsed_s'], 1) for run in traced_runs]}")
+    print(f"{'':28}{'traced':>12}{'untraced':>12}{'added':>8}")
     print(f"{'wall time (s)':28}{traced['elapsed_s']:>12.1f}{pipe['elapsed_s']:>12.1f}{overhead:>7.1f}%")
     idle = (traced["idle_start_p50"] * 1000, pipe["idle_start_p50"] * 1000)
     print(f"{'idle submit→start p50 (ms)':28}{idle[0]:>12.0f}{idle[1]:>12.0f}")
     print(f"{'spans written':28}{spans:>12d}")
-    return 0 if pipe["failed"] == 0 and traced["failed"] == 0 else 1
+    return 0 if all(run["failed"] == 0 for run in untraced_runs + traced_runs) else 1
 
 
 if __name__ == "__main__":
