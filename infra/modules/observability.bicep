@@ -12,6 +12,7 @@ param appInsightsId string
 @description('Where alerts go by e-mail; empty: no e-mail receiver.')
 param alertEmail string = ''
 @description('Where alerts go by webhook (an incident tool, a chat hook); empty: no webhook receiver.')
+@secure()
 param alertWebhookUrl string = ''
 @description('Failed share of ended jobs over an hour, in percent, above which the failure-rate alert fires.')
 @minValue(1)
@@ -21,23 +22,6 @@ param failureRatePercent int = 20
 @minValue(1)
 param failureRateMinJobs int = 5
 
-var receivers = {
-  emailReceivers: empty(alertEmail) ? [] : [
-    {
-      name: 'email'
-      emailAddress: alertEmail
-      useCommonAlertSchema: true
-    }
-  ]
-  webhookReceivers: empty(alertWebhookUrl) ? [] : [
-    {
-      name: 'webhook'
-      serviceUri: alertWebhookUrl
-      useCommonAlertSchema: true
-    }
-  ]
-}
-
 resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = {
   name: 'ag-${name}'
   location: 'global'
@@ -45,8 +29,21 @@ resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = {
   properties: {
     groupShortName: 'haste'
     enabled: true
-    emailReceivers: receivers.emailReceivers
-    webhookReceivers: receivers.webhookReceivers
+    // A receiver only for each destination given.
+    emailReceivers: empty(alertEmail) ? [] : [
+      {
+        name: 'email'
+        emailAddress: alertEmail
+        useCommonAlertSchema: true
+      }
+    ]
+    webhookReceivers: empty(alertWebhookUrl) ? [] : [
+      {
+        name: 'webhook'
+        serviceUri: alertWebhookUrl
+        useCommonAlertSchema: true
+      }
+    ]
   }
 }
 
@@ -147,24 +144,20 @@ var questions = [
   }
 ]
 
-var workbookContent = {
-  version: 'Notebook/1.0'
-  items: [
-    for (question, i) in questions: {
-      type: 3
-      name: 'question-${i}'
-      content: {
-        version: 'KqlItem/1.0'
-        title: question.title
-        query: question.query
-        size: 0
-        queryType: 0
-        resourceType: 'microsoft.insights/components'
-      }
+var workbookItems = [
+  for (question, i) in questions: {
+    type: 3
+    name: 'question-${i}'
+    content: {
+      version: 'KqlItem/1.0'
+      title: question.title
+      query: question.query
+      size: 0
+      queryType: 0
+      resourceType: 'microsoft.insights/components'
     }
-  ]
-  isLocked: false
-}
+  }
+]
 
 resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
   name: guid(resourceGroup().id, name, 'haste-operations')
@@ -175,7 +168,7 @@ resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
     displayName: 'haste-compute operations (${name})'
     category: 'workbook'
     sourceId: appInsightsId
-    serializedData: string(workbookContent)
+    serializedData: string({ version: 'Notebook/1.0', items: workbookItems, isLocked: false })
   }
 }
 

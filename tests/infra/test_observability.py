@@ -69,8 +69,8 @@ def test_main_wires_the_module_with_where_alerts_go() -> None:
 
 def test_receivers_exist_only_for_the_destinations_given() -> None:
     module = read(MODULE)
-    assert "emailReceivers: empty(alertEmail) ? [] :" in module
-    assert "webhookReceivers: empty(alertWebhookUrl) ? [] :" in module
+    assert "emailReceivers: empty(alertEmail) ? [] : [" in module
+    assert "webhookReceivers: empty(alertWebhookUrl) ? [] : [" in module
     assert "actionGroup.id" in module
 
 
@@ -107,4 +107,4 @@ def test_the_workbook_answers_the_runbook_questions() -> None:
     assert any("Failure rate by backend and reason class" in t for t in titles)
     assert any("Queue wait and provider wait" in t for t in titles)
     assert "Microsoft.Insights/workbooks" in module
-    assert "serializedData: string(workbookContent)" in module
+    assert "serializedData: string({ version: 'Notebook/1.0', items: workbookItems" in module
