@@ -81,6 +81,7 @@ def test_a_job_is_one_trace_from_its_request_to_its_success_and_is_counted(make_
         assert (attributes["haste.project"], attributes["haste.workload"]) == ("p1", "artifacts"), span.name
         assert attributes["haste.backend"] == "local", span.name
     assert dict(submit_span.attributes or {})["haste.attempt"] == 1
+    assert dict(postprocess.attributes or {})["haste.state"] == "succeeded"  # the last step holds the final state
 
     assert seen.counted("haste.jobs.accepted", **LOCAL) == 1
     assert seen.counted("haste.jobs.started", **LOCAL) == 1
@@ -161,6 +162,29 @@ def test_the_reconciler_keeps_jobs_in_their_traces_counts_its_findings_and_logs_
     assert len(seen.named("reconcile")) == 3
     assert seen.counted("haste.reconcile.findings", finding="rearmed") == 3
     assert seen.counted("haste.reconcile.findings", finding="resubmitted") == 3
+    assert seen.named("expire") == []
     summaries = [r for r in caplog.records if r.getMessage().startswith("reconcile at ")]
     assert len(summaries) == 1  # the same findings three runs in a row: one line
     runtime.cancel.cancel(running)
+
+
+def test_a_job_the_reconciler_expires_fails_in_its_own_trace(make_runtime: RuntimeFactory) -> None:
+    clock = Clock()
+    runtime = build_runtime(make_runtime().settings, clock=clock)
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    with recording() as seen:
+        late = accept_in_request_span(runtime, inputs=[])
+        clock.now += timedelta(seconds=runtime.settings.pipeline.queued_deadline_s + 1)
+        report = runtime.reconcile.run()
+    assert report.expired == [late]
+    (expired,) = seen.named("expire")
+    (request_span,) = seen.named("POST /api/jobs")
+    assert expired.context.trace_id == request_span.context.trace_id
+    assert expired.status.status_code is StatusCode.ERROR
+    attributes = dict(expired.attributes or {})
+    assert (attributes["haste.reason_class"], attributes["haste.state"]) == ("deadline", "failed")
+    (sweep,) = seen.named("reconcile")
+    assert "haste.job_id" not in dict(sweep.attributes or {})  # the sweep's own span names no job
+    assert dict(sweep.attributes or {})["haste.reconcile.expired"] == 1
+    assert seen.counted("haste.jobs.failed", reason_class="deadline") == 1
+    assert seen.counted("haste.reconcile.findings", finding="expired") == 1

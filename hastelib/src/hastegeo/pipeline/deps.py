@@ -105,6 +105,7 @@ class PipelineDeps:
 def ended_job(job: Job, reason_class: ReasonClass = "workload") -> None:
     """Count, trace and log a job that one write has just ended (call once per job, from that write)."""
     meter.job_ended(job, reason_class)
+    tracer.annotate(job)  # the step's span ends with the job's final state (the "stuck jobs" query reads it)
     if job.state is JobState.FAILED:
         tracer.fail(job.reason or "failed", reason_class)
     log.info(

@@ -160,8 +160,12 @@ class ReconcileStep:
 
     def _expire(self, job_id: str, report: ReconcileReport) -> None:
         job = self._deps.store.find(job_id)
-        if job is not None and expire(self._deps, job, SOURCE):
-            report.expired.append(job_id)
+        if job is None:
+            return
+        # A span of its own in the job's trace: the job's failure is recorded there, not on the sweep's span.
+        with tracer.step_span("expire", traceparent=job.trace_parent, job_id=job_id, kind=tracer.INTERNAL):
+            if expire(self._deps, job, SOURCE):
+                report.expired.append(job_id)
 
     def _orphans(self, backend: str, report: ReconcileReport) -> None:
         """Cancel ``backend``'s provider jobs whose record has ended or does not exist."""
