@@ -216,10 +216,12 @@ class PollStep:
         started = time.perf_counter()
         with tracer.step_span("postprocess", traceparent=None, job_id=version[0].id, kind=tracer.INTERNAL):
             tracer.annotate(version[0])
-            self._postprocess(version)
-        meter.postprocessed(version[0], time.perf_counter() - started)
+            ended = self._postprocess(version)
+        if ended:  # a duplicate delivery that found the job done is not a second post-processing
+            meter.postprocessed(version[0], time.perf_counter() - started)
 
-    def _postprocess(self, version: Versioned) -> None:
+    def _postprocess(self, version: Versioned) -> bool:
+        """Post-process; True when this call ended the job."""
         deps = self._deps
         job = version[0]
         assert job.handle is not None
@@ -230,10 +232,9 @@ class PollStep:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
             message = f"post-processing failed: {exc}"
-            deps.end_job(
+            return deps.end_job(
                 job.id, JobState.FAILED, message, source="postprocess", reason=str(exc), reason_class="workload"
             )
-            return
         progress = access.read(processor.progress_log_path) or b""
         # The lines not yet copied while the job ran (all of them, for a fast job).
         last_lines, _ = progress_lines(progress[job.progress_offset :] + b"\n")
@@ -273,6 +274,7 @@ class PollStep:
         job = deps.store.update(job.id, done_once, known=version)
         if succeeded[0]:
             ended_job(job)
+        return succeeded[0]
 
     def _start_follow_ons(self, job: Job, requests: list[JobRequest]) -> list[str]:
         lines = []
