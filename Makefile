@@ -11,16 +11,21 @@ BACKEND ?= local
 JOBS ?= 200
 LOAD_JOBS ?= 1000
 
-.PHONY: help install test check lint typecheck demo dev bench chaos clean
+.PHONY: help install test check lint typecheck demo dev bench chaos package clean
 
 help: ## List the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.txt requirements-dev.txt hastelib/pyproject.toml
+PACKAGE_DIR ?= dist
+
+# hastelib/dev (hastegeo-dev: development host, test doubles, package builder) is development only:
+# never part of the deployment package (docs/adr/0013).
+$(STAMP): requirements.txt requirements-dev.txt hastelib/pyproject.toml hastelib/dev/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e ./hastelib
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e ./hastelib/dev
 	@touch $@
 
 $(NODE_STAMP): package.json package-lock.json
@@ -56,5 +61,9 @@ bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_
 chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks
 	CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q
 
-clean: ## Remove the virtualenv, npm packages and caches
-	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .haste
+package: ## Build the one deployment package: $(PACKAGE_DIR)/function-app.zip and its unpacked folder (docs/deploy.md)
+	@# Standard library only (Python 3.11+): azd's prepackage hook and the deploy workflow need no .venv.
+	PYTHONPATH=hastelib/dev/src $$(command -v $(PYTHON) || command -v python3) -m hastegeo_dev.package --out $(PACKAGE_DIR)
+
+clean: ## Remove the virtualenv, npm packages, caches and the deployment package
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .haste dist

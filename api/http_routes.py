@@ -21,7 +21,7 @@ from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
-from hastegeo.config import BACKENDS
+from hastegeo.compute.registry import backend_names
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
@@ -230,7 +230,9 @@ def list_backends(req: func.HttpRequest) -> func.HttpResponse:
                 for c in sorted(candidates.values(), key=lambda c: c.name)
             ],
             "disabled": [
-                {"name": name, "reason": "not in HASTE_BACKENDS_ENABLED"} for name in BACKENDS if name not in candidates
+                {"name": name, "reason": "not in HASTE_BACKENDS_ENABLED"}
+                for name in backend_names()
+                if name not in candidates
             ],
         }
     )

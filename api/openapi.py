@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from hastegeo import __version__
+from hastegeo.compute.registry import backend_names
 from hastegeo.models.job import INTERNAL_FIELDS, Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.processors import PROCESSORS
@@ -153,6 +154,15 @@ def _parameter_schemas(schemas: dict[str, Any]) -> None:
     schemas["JobRequest"]["allOf"] = rules
 
 
+def _backend_enums(schemas: dict[str, Any]) -> None:
+    """The backend fields accept what the descriptors name (built in or installed): list them as the enum."""
+    names = ["auto", *backend_names()]
+    for model, field in (("JobRequest", "backend"), ("Job", "requestedBackend")):
+        schema = schemas[model]["properties"][field]
+        target = next((option for option in schema.get("anyOf", []) if option.get("type") == "string"), schema)
+        target["enum"] = names
+
+
 @lru_cache(maxsize=1)
 def openapi_document() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
@@ -162,6 +172,7 @@ def openapi_document() -> dict[str, Any]:
         schemas[name] = schema
     _job_views(schemas)
     _parameter_schemas(schemas)
+    _backend_enums(schemas)
     schemas["Problem"] = {
         "type": "object",
         "required": ["title", "status"],

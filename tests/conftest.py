@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.runtime import Runtime, build_runtime
+from hastegeo_dev.devhost.azurite import Azurite
 
 RuntimeFactory = Callable[..., Runtime]
 
@@ -61,9 +61,7 @@ def make_runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[Runt
     yield factory
     for runtime in built:
         for adapter in runtime.registry.built().values():
-            close = getattr(adapter, "close", None)
-            if close is not None:
-                close()
+            adapter.close()
 
 
 @pytest.fixture
@@ -96,6 +94,6 @@ def api_settings(
     yield apply
     if applied:
         for adapter in get_runtime().registry.built().values():
-            getattr(adapter, "close", lambda: None)()
+            adapter.close()
     reset_runtime()
     get_settings.cache_clear()

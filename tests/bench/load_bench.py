@@ -43,7 +43,7 @@ def host_rss_mb(stack: LocalStack) -> float:
         return 0.0
     for process in processes:
         try:  # the host and its worker processes; not the workloads it starts
-            if process is root or "hastegeo.devhost" in " ".join(process.cmdline()):
+            if process is root or "hastegeo_dev.devhost" in " ".join(process.cmdline()):
                 total += process.memory_info().rss
         except psutil.Error:
             continue

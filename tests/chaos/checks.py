@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hastegeo.devhost.azurite import ACCOUNT_KEY
+from hastegeo_dev.devhost.azurite import ACCOUNT_KEY
 
 from .conftest import Outcome
 

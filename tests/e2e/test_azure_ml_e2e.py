@@ -8,6 +8,7 @@ job's output folders, as Azure ML's ``rw_mount`` outputs would.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,16 +21,16 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.cli.client import TERMINAL, ApiClient
 from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.registry import DEFAULT_FACTORIES
+from hastegeo.compute.registry import descriptors
 from hastegeo.config import get_settings
-from hastegeo.devhost.azurite import Azurite
-from hastegeo.devhost.functions import load_app
-from hastegeo.devhost.host import DevHost
-from hastegeo.devhost.queue_driver import DriverOptions
 from hastegeo.runtime import reset_runtime
-from hastegeo.testing.aml_standin import StandInMLClient
 from hastegeo.workflows.artifacts import package
 from hastegeo.workflows.runtime import WORKDIR_VARIABLE, iter_files, run_main
+from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.devhost.functions import load_app
+from hastegeo_dev.devhost.host import DevHost
+from hastegeo_dev.devhost.queue_driver import DriverOptions
+from hastegeo_dev.testing.aml_standin import StandInMLClient
 
 pytestmark = [pytest.mark.azurite]
 REPO = Path(__file__).resolve().parents[2]
@@ -81,7 +82,8 @@ def start(
         def factory(context: BackendContext) -> AzureMLBackend:  # the production factory, on the stand-in
             return create(context, client_factory=lambda _settings: standin)
 
-        clean_env.setitem(cast(dict[str, Any], DEFAULT_FACTORIES), "azure_ml", factory)
+        known = cast(dict[str, Any], descriptors())
+        clean_env.setitem(known, "azure_ml", dataclasses.replace(known["azure_ml"], factory=factory))
         get_settings.cache_clear()
         reset_runtime()
         blobs = BlobServiceClient.from_connection_string(azurite.connection_string)

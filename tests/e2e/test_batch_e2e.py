@@ -13,7 +13,7 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
 from hastegeo.cli.stack import LocalStack
-from hastegeo.testing.batch_service import BatchTestService
+from hastegeo_dev.testing.batch_service import BatchTestService
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 TERMINAL = {"succeeded", "failed", "cancelled"}

@@ -3,7 +3,7 @@
 ``python -m tests.fuzz.http_only_host PORT`` (from the repository root). The fuzz counts the
 messages on ``jobs-submit``; with the queue triggers running, the host would consume them
 (and run workloads) while the count is taken, so this host leaves the queues alone.
-Everything else is what ``python -m hastegeo.devhost`` does: the same app, host.json,
+Everything else is what ``python -m hastegeo_dev.devhost`` does: the same app, host.json,
 settings and ``HASTE_DEV_PRINCIPAL`` injection.
 """
 
@@ -15,7 +15,7 @@ import sys
 import threading
 from types import FrameType
 
-from hastegeo.devhost.host import DevHost
+from hastegeo_dev.devhost.host import DevHost
 
 
 def main(argv: list[str]) -> int:

@@ -126,7 +126,7 @@ def test_deploy_runs_the_promised_steps_in_order() -> None:
         "az deployment sub what-if",
         "infra/scripts/check_what_if.py",
         "az deployment sub create",
-        "-r requirements.txt",
+        "make package",
         "az functionapp deployment source config-zip",
         "/api/health",
     ]
@@ -135,6 +135,8 @@ def test_deploy_runs_the_promised_steps_in_order() -> None:
     assert positions == sorted(positions), "drift, what-if (stopping on an error), deploy, build, zip deploy, smoke"
     assert "--no-pretty-print --output json" in joined, "what-if's JSON carries its status and error"
     assert "--parameters infra/main.bicepparam" in joined
+    # The zip `make package` builds, installed by the platform's remote build like every other deploy path.
+    assert "--src dist/function-app.zip --build-remote true" in joined
 
 
 def test_ci_runs_make_test_the_drift_check_and_the_workflow_checks() -> None:

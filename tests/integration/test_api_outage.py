@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from api.openapi import openapi_document
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.runtime import API_STORAGE_BUDGET
+from hastegeo_dev.devhost.azurite import Azurite
 from tests.integration.test_api import VALID, call
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]

@@ -12,13 +12,13 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import ACCOUNT_KEY, Azurite
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import JobMessage
-from hastegeo.testing.batch_service import BatchTestService
+from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, Azurite
+from hastegeo_dev.testing.batch_service import BatchTestService
 
 from .conftest import drive, put_input, request
 
@@ -46,7 +46,7 @@ def batch_runtime(azurite: Azurite, unique: str, tmp_path: object) -> Iterator[t
     runtime = build_runtime(load_settings(env), sleep=sleeps.append)
     yield runtime, service
     for adapter in runtime.registry.built().values():
-        getattr(adapter, "close", lambda: None)()
+        adapter.close()
     service.stop()
 
 

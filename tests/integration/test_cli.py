@@ -6,7 +6,7 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.main import main
-from hastegeo.devhost.azurite import Azurite
+from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite
 

@@ -22,8 +22,8 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJob
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
+from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite
 
@@ -127,7 +127,8 @@ def test_upload_rides_out_a_short_storage_outage(own_azurite: Azurite, tmp_path:
     wait_for(lambda: (state / "exit.json").exists())
     restarted = outage(own_azurite, 1.5)
     try:
-        assert backend.status(handle).state is ComputeState.SUCCEEDED  # waited for storage, then uploaded
+        assert backend.status(handle).state is ComputeState.SUCCEEDED
+        backend.collect_outputs(handle)  # waited for storage, then uploaded
     finally:
         restarted.join()
         backend.close()

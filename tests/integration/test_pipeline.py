@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeStatus
+from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJobSpec, ComputeStatus, OutputRead
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime, build_runtime
@@ -156,7 +156,7 @@ def test_poison_message_fails_the_job_with_the_last_error(make_runtime: RuntimeF
     )
 
 
-class LeakyBackend:
+class LeakyBackend(ComputeBackend):
     """A backend whose provider error carries a signed URL, as real SDK errors do."""
 
     name = "local"
@@ -172,14 +172,17 @@ class LeakyBackend:
     def status(self, handle: ComputeJobHandle) -> ComputeStatus:
         raise NotImplementedError
 
-    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
-        return None
+    def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
+        return OutputRead(data=None)
 
     def cancel(self, handle: ComputeJobHandle) -> None:
         pass
 
-    def cleanup(self, handle: ComputeJobHandle) -> None:
+    def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> None:
         pass
+
+    def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
+        return []
 
 
 def test_signed_url_in_a_provider_error_is_redacted_in_history(make_runtime: RuntimeFactory) -> None:
@@ -224,11 +227,11 @@ def test_follow_on_inherits_the_backend_links_to_its_parent_and_is_created_once(
     cleanup = runtime.deps.service.cleanup
     crashes = []
 
-    def crash_once(handle: Any) -> str | None:
+    def crash_once(handle: Any, unavailable_reason: str | None = None) -> str | None:
         if not crashes:
             crashes.append(handle)
             raise RuntimeError("the worker died")
-        return cleanup(handle)
+        return cleanup(handle, unavailable_reason)
 
     runtime.deps.service.cleanup = crash_once  # type: ignore[method-assign]
     runtime.submit.handle(JobMessage(job_id=parent.id, kind="submit"))

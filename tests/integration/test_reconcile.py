@@ -14,9 +14,10 @@ import pytest
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.compute.descriptor import BackendDescriptor
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local.adapter import create as create_local
-from hastegeo.compute.registry import BackendEntry, RunnerRegistry
+from hastegeo.compute.registry import BackendRegistry
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import load_settings
 from hastegeo.models.states import JobState
@@ -179,10 +180,10 @@ def test_a_backend_that_cannot_list_costs_only_its_own_sweep_and_is_logged_once_
 ) -> None:
     runtime, clock = clocked
     context = BackendContext(settings=runtime.settings, blob_service=runtime.blobs, clock=clock)
-    registry = RunnerRegistry(
+    registry = BackendRegistry(
         [
-            BackendEntry("refusing", lambda ctx: RefusingBackend(ctx, tmp_path / "refusing", 1, sys.executable)),
-            BackendEntry("local", create_local),
+            BackendDescriptor("refusing", lambda ctx: RefusingBackend(ctx, tmp_path / "refusing", 1, sys.executable)),
+            BackendDescriptor("local", create_local),
         ],
         enabled=["refusing", "local"],
         context=context,

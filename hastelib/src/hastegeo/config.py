@@ -19,12 +19,11 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hastegeo.auth import PROJECT_ID, AuthMode
 from hastegeo.compute.azure_batch.settings import BatchSettings
-from hastegeo.compute.azure_ml.settings import AmlMode, AmlSettings
+from hastegeo.compute.azure_ml.settings import AmlSettings
 from hastegeo.compute.contract import WORKLOADS
+from hastegeo.compute.registry import backend_names, descriptors
 from hastegeo.settings_base import CsvFloatMap, CsvList, CsvMap, _Section
 from hastegeo.utils.errors import ConfigurationError
-
-BACKENDS: tuple[str, ...] = ("local", "azure_batch", "azure_ml")
 
 
 class StorageSettings(_Section):
@@ -74,22 +73,22 @@ class RoutingSettings(_Section):
     @field_validator("enabled_backends")
     @classmethod
     def _known_backends(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(BACKENDS))
+        unknown = sorted(set(value) - set(backend_names()))
         if unknown:
-            raise ValueError(f"unknown backend(s) {unknown}; choose from {list(BACKENDS)}")
+            raise ValueError(f"unknown backend(s) {unknown}; choose from {list(backend_names())}")
         return value
 
     @field_validator("default_backend")
     @classmethod
     def _known_default(cls, value: str) -> str:
-        if value not in ("auto", *BACKENDS):
-            raise ValueError(f"{value!r} is not auto or one of {list(BACKENDS)}")
+        if value not in ("auto", *backend_names()):
+            raise ValueError(f"{value!r} is not auto or one of {list(backend_names())}")
         return value
 
     @field_validator("weights")
     @classmethod
     def _positive_weights(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = {k: v for k, v in value.items() if k not in BACKENDS or v <= 0}
+        bad = {k: v for k, v in value.items() if k not in backend_names() or v <= 0}
         if bad:
             raise ValueError(f"weights must name known backends with positive values, got {bad}")
         return value
@@ -225,24 +224,19 @@ class Settings(_Section):
 
     def backend_workloads(self, backend: str) -> frozenset[str]:
         """The workloads a backend can run with its current settings (no adapter is built)."""
-        if backend not in BACKENDS:
-            return frozenset()
-        return frozenset(WORKLOADS) - frozenset(self.backend_limits(backend))
+        descriptor = descriptors().get(backend)
+        return descriptor.workloads(self, WORKLOADS) if descriptor is not None else frozenset()
 
     def backend_limits(self, backend: str) -> dict[str, str]:
         """Workload → why ``backend`` cannot run it with its current settings; empty when it runs all.
 
-        Pure: read from settings alone, so routing and ``GET /api/backends``
-        agree with what the adapter would refuse, without building it.
+        Pure: read from settings alone by the backend's descriptor, so routing and
+        ``GET /api/backends`` agree with what the adapter would refuse, without building it.
         """
-        if backend == "local":
-            refusal = self.local_refusal()
-            return dict.fromkeys(WORKLOADS, refusal) if refusal else {}
-        if backend == "azure_batch":
-            return self.batch.limits(WORKLOADS)
-        if backend == "azure_ml":
-            return self.aml.limits(WORKLOADS)
-        return dict.fromkeys(WORKLOADS, f"{backend!r} is not a backend")
+        descriptor = descriptors().get(backend)
+        if descriptor is None:
+            return dict.fromkeys(WORKLOADS, f"{backend!r} is not a backend")
+        return descriptor.limits(self, WORKLOADS)
 
     def local_refusal(self) -> str | None:
         """Why the local backend must not start here, or None. The local adapter refuses with this."""
@@ -255,11 +249,10 @@ class Settings(_Section):
 
     @model_validator(mode="after")
     def _enabled_backends_configured(self) -> Settings:
-        enabled = set(self.routing.enabled_backends)
-        if "azure_batch" in enabled and not self.batch.account_url:
-            raise ValueError("azure_batch is enabled (HASTE_BACKENDS_ENABLED) but BATCH_ACCOUNT_URL is empty")
-        if "azure_ml" in enabled and self.aml.mode is AmlMode.DISABLED:
-            raise ValueError("azure_ml is enabled (HASTE_BACKENDS_ENABLED) but AML_MODE is Disabled")
+        known = descriptors()
+        problems = [known[name].enable_problem(self) for name in self.routing.enabled_backends if name in known]
+        if any(problems):
+            raise ValueError("; ".join(problem for problem in problems if problem))
         return self
 
 

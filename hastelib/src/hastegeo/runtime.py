@@ -20,7 +20,8 @@ from azure.storage.blob import BlobServiceClient, LinearRetry
 from azure.storage.queue import QueueServiceClient
 
 from hastegeo.compute.context import BackendContext, utc_now
-from hastegeo.compute.registry import DEFAULT_FACTORIES, BackendEntry, RunnerRegistry
+from hastegeo.compute.descriptor import BackendFactory
+from hastegeo.compute.registry import BackendRegistry, descriptors
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings, get_settings
@@ -83,7 +84,7 @@ class Runtime:
     blobs: BlobServiceClient
     queues: QueueSender
     store: JobStore
-    registry: RunnerRegistry
+    registry: BackendRegistry
     deps: PipelineDeps
     acceptor: JobAcceptor
     submit: SubmitStep
@@ -120,7 +121,7 @@ def storage_clients(
 def build_runtime(
     settings: Settings,
     *,
-    factories: dict[str, Any] | None = None,
+    factories: dict[str, BackendFactory] | None = None,
     clock: Callable[[], datetime] = utc_now,
     sleep: Callable[[float], None] = time.sleep,
     ensure_resources: bool = True,
@@ -142,19 +143,18 @@ def build_runtime(
         queues.send(POLL_QUEUE, JobMessage(job_id=job_id, kind="nudge"))
 
     context = BackendContext(settings=settings, blob_service=blobs, notify_exit=nudge, clock=clock, sleep=sleep)
-    chosen = {**DEFAULT_FACTORIES, **(factories or {})}
-    registry = RunnerRegistry(
-        [BackendEntry(name, factory) for name, factory in chosen.items()],
-        enabled=settings.routing.enabled_backends,
-        context=context,
-    )
+    known = {
+        name: replace(descriptor, factory=(factories or {}).get(name, descriptor.factory))
+        for name, descriptor in descriptors().items()
+    }
+    registry = BackendRegistry(known.values(), enabled=settings.routing.enabled_backends, context=context)
     router = ComputeRouter(
         {
             name: RouteCandidate(
                 name=name,
-                workloads=settings.backend_workloads(name) & frozenset(PROCESSORS),
+                workloads=known[name].workloads(settings, PROCESSORS),
                 weight=settings.routing.weights.get(name, 1.0),
-                unable={w: why for w, why in settings.backend_limits(name).items() if w in PROCESSORS},
+                unable=known[name].limits(settings, PROCESSORS),
             )
             for name in settings.routing.enabled_backends
         }

@@ -14,8 +14,8 @@ import pytest
 import api.http_routes as routes
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.config import get_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.runtime import get_runtime, reset_runtime
+from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite
 
@@ -61,7 +61,7 @@ def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: 
     reset_runtime()
     yield clean_env
     for adapter in get_runtime().registry.built().values():
-        getattr(adapter, "close", lambda: None)()
+        adapter.close()
     reset_runtime()
     get_settings.cache_clear()
 

@@ -10,9 +10,9 @@ import azure.functions as func
 import pytest
 
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal, parse_principal
-from hastegeo.devhost.functions import DevHostError
-from hastegeo.devhost.host import DevHost
-from hastegeo.devhost.hostjson import HostConfig
+from hastegeo_dev.devhost.functions import DevHostError
+from hastegeo_dev.devhost.host import DevHost
+from hastegeo_dev.devhost.hostjson import HostConfig
 
 
 def echo_app() -> func.FunctionApp:
@@ -38,7 +38,7 @@ def start(environ: dict[str, str]) -> DevHost:
 
 
 def test_the_configured_caller_is_injected_only_where_none_was_sent(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="hastegeo.devhost.host"):
+    with caplog.at_level(logging.INFO, logger="hastegeo_dev.devhost.host"):
         host = start({"HASTE_DEV_PRINCIPAL": "name=dev@example.com;roles=Haste.Admin;projects=demo,p1"})
     try:
         assert whoami(host) == "dev@example.com"

@@ -13,8 +13,8 @@ from hastegeo.compute.azure_batch.adapter import BatchBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeStatus
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
-from hastegeo.testing.batch_service import BatchTestService
+from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.testing.batch_service import BatchTestService
 
 # A trivial workload: writes an output and a progress log into $HASTE_JOB_WORKDIR.
 WRITE_OUTPUTS = (

@@ -33,7 +33,7 @@ def test_submit_status_read_cleanup_within_the_call_budget(rig: Rig) -> None:
     rig.wait(handle)
     status = backend.status(handle)
     assert (status.state, status.exit_code, status.reason) == (ComputeState.SUCCEEDED, 0, None)
-    assert backend.read_output(handle, "outputs/x.txt") == b"hello batch"  # params.json reached the workload
+    assert backend.read_output(handle, "outputs/x.txt").data == b"hello batch"  # params.json reached the workload
     backend.cleanup(handle)
     assert rig.blob("p1/happy-1/outputs/x.txt") == b"hello batch"
     assert rig.blob("p1/happy-1/logs/progress.log") == b"step 1 done\n"
@@ -52,8 +52,9 @@ def test_node_gone_after_completion_degrades_to_the_blob_copy(rig: Rig) -> None:
     handle = backend.submit(rig.spec("nodeloss-1"))
     rig.wait(handle)
     assert backend.status(handle).state is ComputeState.SUCCEEDED  # task state lives in the service
-    assert backend.read_output(handle, "outputs/x.txt") is None  # 3× NodeNotReady, then NodeNotFound
-    reason = backend.last_unavailable_reason(handle)
+    read = backend.read_output(handle, "outputs/x.txt")
+    assert read.data is None  # 3× NodeNotReady, then NodeNotFound
+    reason = read.unavailable_reason
     assert reason == (
         "NodeNotReady: Node is not able to perform the requested operations in its current state; "
         "then NodeNotFound: The specified node does not exist"
@@ -61,7 +62,7 @@ def test_node_gone_after_completion_degrades_to_the_blob_copy(rig: Rig) -> None:
     assert "RequestId" not in reason
     assert "{" not in reason
     assert rig.blob("p1/nodeloss-1/outputs/x.txt") == b"hello world"  # uploaded on task completion
-    backend.cleanup(handle)  # no delete on a gone node; the job is still terminated; nothing raised
+    backend.cleanup(handle, reason)  # no delete on a gone node; the job is still terminated; nothing raised
     calls = rig.service.calls("haste-nodeloss-1")
     assert calls["get_task_file"] == 4
     assert calls["delete_task_file"] == 0
@@ -74,8 +75,9 @@ def test_node_still_not_ready_when_the_budget_ends_reads_none_with_a_readable_re
     rig.service.faults.node_lost_after_completion(not_ready_calls=5)
     handle = backend.submit(rig.spec("nodeloss-2"))
     rig.wait(handle)
-    assert backend.read_output(handle, "outputs/x.txt") is None
-    assert backend.last_unavailable_reason(handle) == (
+    read = backend.read_output(handle, "outputs/x.txt")
+    assert read.data is None
+    assert read.unavailable_reason == (
         "NodeNotReady: Node is not able to perform the requested operations in its current state"
     )
 
@@ -88,10 +90,11 @@ def test_node_state_invalid_is_a_node_in_transition_retried_within_the_budget(ri
     handle = backend.submit(rig.spec("stateinvalid-1"))
     rig.wait(handle)
     rig.service.faults.fail("get_task_file", 409, "NodeStateInvalid", times=2, message=NODE_STATE_INVALID)
-    assert backend.read_output(handle, "outputs/x.txt") == b"hello world"  # the node answered on attempt 3
+    read = backend.read_output(handle, "outputs/x.txt")
+    assert read.data == b"hello world"  # the node answered on attempt 3
     assert rig.service.calls("haste-stateinvalid-1")["get_task_file"] == 3
     assert rig.sleeps == [0.5, 1.0]
-    assert backend.last_unavailable_reason(handle) is None
+    assert read.unavailable_reason is None
 
 
 def test_node_state_invalid_past_the_budget_is_unavailable_not_a_failure(rig: Rig) -> None:
@@ -99,9 +102,10 @@ def test_node_state_invalid_past_the_budget_is_unavailable_not_a_failure(rig: Ri
     handle = backend.submit(rig.spec("stateinvalid-2"))
     rig.wait(handle)
     rig.service.faults.fail("get_task_file", 409, "NodeStateInvalid", times=10, message=NODE_STATE_INVALID)
-    assert backend.read_output(handle, "outputs/x.txt") is None  # not a TerminalBackendError
-    assert backend.last_unavailable_reason(handle) == f"NodeStateInvalid: {NODE_STATE_INVALID.rstrip('.')}"
-    backend.cleanup(handle)  # the node is not believed alive: no delete, the job is still terminated
+    read = backend.read_output(handle, "outputs/x.txt")
+    assert read.data is None  # not a TerminalBackendError
+    assert read.unavailable_reason == f"NodeStateInvalid: {NODE_STATE_INVALID.rstrip('.')}"
+    backend.cleanup(handle, read.unavailable_reason)  # the node is not believed alive: no delete, still terminated
     calls = rig.service.calls("haste-stateinvalid-2")
     assert (calls["get_task_file"], calls["delete_task_file"], calls["terminate_job"]) == (3, 0, 1)
 

@@ -84,7 +84,7 @@ def test_unsigned_and_badly_signed_requests_are_refused(rig: Rig) -> None:
 
 def test_runs_as_a_module_and_stops_on_sigterm() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "hastegeo.testing.batch_service", "--azurite", ""],
+        [sys.executable, "-m", "hastegeo_dev.testing.batch_service", "--azurite", ""],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "AzureWebJobsStorage": ""},

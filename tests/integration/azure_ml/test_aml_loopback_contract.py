@@ -36,10 +36,9 @@ from cryptography.x509.oid import NameOID
 
 from hastegeo.compute.azure_ml.adapter import create
 from hastegeo.compute.azure_ml.client import create_ml_client
-from hastegeo.compute.azure_ml.entities import fingerprint
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeState
-from hastegeo.devhost.azurite import Azurite
+from hastegeo_dev.devhost.azurite import Azurite
 from tests.unit.azure_ml.aml_support import context_settings, make_spec
 
 pytestmark = [
@@ -99,6 +98,8 @@ class FakeArm:
             return 201, stored
         if method == "GET" and resource in self.resources:
             return 200, self.resources[resource]
+        if method == "GET" and resource.endswith("/jobs"):  # jobs.list: one page of every job in the workspace
+            return 200, {"value": [job for key, job in self.resources.items() if key.startswith(resource + "/")]}
         if method == "POST" and resource.endswith("/cancel") and resource.removesuffix("/cancel") in self.resources:
             self.resources[resource.removesuffix("/cancel")]["properties"]["status"] = "CancelRequested"
             return 200, {}
@@ -239,7 +240,7 @@ def test_real_ml_client_submits_the_pinned_job_body(
                 "job": "job-0001",
                 "workload": "imagery",
                 "haste_job_id": "job-0001",
-                "haste_fingerprint": fingerprint(spec),
+                "haste_fingerprint": spec.fingerprint(),
             },
             "environmentVariables": {
                 "HASTE_PARAMS_JSON": '{"bands": 3}',
@@ -258,7 +259,16 @@ def test_real_ml_client_submits_the_pinned_job_body(
     assert backend.submit(spec).provider_ids == handle.provider_ids
     assert len([1 for method, path, _ in service.requests if method == "PUT" and "/jobs/" in path]) == 1
     service.resources[job_path.split("?", 1)[0]]["properties"]["status"] = "Running"
-    backend.cancel(handle)
+    # The reconciler's listing, through the real client: our running job, never someone else's.
+    foreign = copy.deepcopy(service.resources[job_path.split("?", 1)[0]])
+    foreign.update(id=f"{WS}/jobs/someone-else", name="someone-else")
+    foreign["properties"]["tags"] = {"project": "p1"}
+    service.resources[foreign["id"]] = foreign
+    listed = backend.list_active()
+    assert [(ours, h.backend, h.provider_ids["job_name"]) for ours, h in listed] == [
+        ("job-0001", "azure_ml", "haste-job-0001")
+    ]
+    backend.cancel(listed[0][1])
     assert any(m == "POST" and p.startswith(f"{WS}/jobs/haste-job-0001/cancel") for m, p, _ in service.requests)
     assert "CancelRequested" in (backend.status(handle).detail or "")
     # Failed: the reason comes from run history when reachable; here it is not (no discovery endpoint),
@@ -267,3 +277,4 @@ def test_real_ml_client_submits_the_pinned_job_body(
     failed = backend.status(handle)
     assert failed.state is ComputeState.FAILED
     assert failed.reason
+    assert backend.list_active() == []  # ended: nothing left for the reconciler to stop

@@ -9,10 +9,10 @@ import pytest
 from devhost_helpers import Running
 from devhost_sample_app import build_app
 
-from hastegeo.devhost.azurite import Azurite
-from hastegeo.devhost.host import DevHost
-from hastegeo.devhost.hostjson import parse_host_config
-from hastegeo.devhost.queue_driver import DriverOptions
+from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.devhost.host import DevHost
+from hastegeo_dev.devhost.hostjson import parse_host_config
+from hastegeo_dev.devhost.queue_driver import DriverOptions
 
 QUEUES = {"messageEncoding": "none", "maxPollingInterval": "00:00:00.500", "visibilityTimeout": "00:00:00"}
 

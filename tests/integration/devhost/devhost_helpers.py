@@ -10,7 +10,7 @@ from typing import Any
 from azure.storage.queue import QueueClient
 from devhost_sample_app import Recorder
 
-from hastegeo.devhost.host import DevHost
+from hastegeo_dev.devhost.host import DevHost
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 ``build_app(prefix)`` makes a fresh app whose queues are named after ``prefix``
 (tests share one Azurite), with a ``Recorder`` that the functions report to.
-The module-level ``app`` is what ``python -m hastegeo.devhost --app
+The module-level ``app`` is what ``python -m hastegeo_dev.devhost --app
 devhost_sample_app:app`` loads.
 """
 

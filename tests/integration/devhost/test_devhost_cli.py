@@ -1,4 +1,4 @@
-"""``python -m hastegeo.devhost`` prints its base URL, serves the app, and exits cleanly on SIGTERM."""
+"""``python -m hastegeo_dev.devhost`` prints its base URL, serves the app, and exits cleanly on SIGTERM."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from devhost_helpers import call
 
-from hastegeo.devhost.azurite import Azurite
+from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite
 
@@ -35,7 +35,7 @@ def test_entry_point_serves_until_sigterm(azurite: Azurite, tmp_path: Path) -> N
     env = {**os.environ, "AzureWebJobsStorage": azurite.connection_string, "PYTHONUNBUFFERED": "1"}
     args = ["--app", "devhost_sample_app:app", "--app-dir", str(HERE), "--port", "0", "--host-json", str(host_json)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "hastegeo.devhost", *args, "--cors-origin", "http://localhost:3000"],
+        [sys.executable, "-m", "hastegeo_dev.devhost", *args, "--cors-origin", "http://localhost:3000"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -59,7 +59,7 @@ def test_entry_point_serves_until_sigterm(azurite: Azurite, tmp_path: Path) -> N
 
 def test_entry_point_reports_a_bad_app(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "hastegeo.devhost", "--app", "no_such_module_xyz:app", "--app-dir", str(tmp_path)],
+        [sys.executable, "-m", "hastegeo_dev.devhost", "--app", "no_such_module_xyz:app", "--app-dir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=30,

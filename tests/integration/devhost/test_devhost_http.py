@@ -147,7 +147,7 @@ def test_queue_output_binding_is_sent_and_triggers_its_consumer(running: Running
 def test_function_keys_not_enforced_is_logged_at_start(
     start_host: Callable[..., Running], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level("INFO", logger="hastegeo.devhost")
+    caplog.set_level("INFO", logger="hastegeo_dev.devhost")
     start_host()
     assert caplog.text.count("function keys are not enforced") == 1
 

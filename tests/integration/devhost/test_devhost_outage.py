@@ -13,10 +13,10 @@ from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient
 from devhost_sample_app import build_app
 
-from hastegeo.devhost.azurite import ACCOUNT_KEY, ACCOUNT_NAME, Azurite
-from hastegeo.devhost.host import DevHost
-from hastegeo.devhost.hostjson import parse_host_config
-from hastegeo.devhost.queue_driver import DriverOptions
+from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, ACCOUNT_NAME, Azurite
+from hastegeo_dev.devhost.host import DevHost
+from hastegeo_dev.devhost.hostjson import parse_host_config
+from hastegeo_dev.devhost.queue_driver import DriverOptions
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 
@@ -32,7 +32,7 @@ def _messages(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
 
 
 def test_outage_is_retried_logged_once_and_recovered(caplog: pytest.LogCaptureFixture, unique: str) -> None:
-    caplog.set_level(logging.INFO, logger="hastegeo.devhost")
+    caplog.set_level(logging.INFO, logger="hastegeo_dev.devhost")
     port = _free_port()
     connection = (
         f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT_NAME};AccountKey={ACCOUNT_KEY};"

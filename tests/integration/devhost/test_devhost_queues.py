@@ -12,7 +12,7 @@ import pytest
 from azure.storage.queue import QueueClient
 from devhost_helpers import Running
 
-from hastegeo.devhost.azurite import Azurite
+from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite
 

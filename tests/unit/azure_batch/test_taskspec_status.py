@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hastegeo.compute.azure_batch import taskspec
-from hastegeo.compute.azure_batch.naming import fingerprint, provider_id
+from hastegeo.compute.azure_batch.naming import provider_id
 from hastegeo.compute.azure_batch.settings import BatchSettings
 from hastegeo.compute.azure_batch.status import TaskView, enum_text, failure_reason, last_lines, to_status
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, ComputeState, InputFile
@@ -55,9 +55,9 @@ def test_provider_ids_keep_case_variants_apart() -> None:
 
 def test_fingerprint_follows_identity_fields_only() -> None:
     spec = make_spec()
-    assert fingerprint(spec) == fingerprint(make_spec(labels={"x": "y"}))
-    assert fingerprint(spec) != fingerprint(make_spec(args=("--slow",)))
-    assert fingerprint(spec) != fingerprint(make_spec(job_id="J-2"))
+    assert spec.fingerprint() == make_spec(labels={"x": "y"}).fingerprint()
+    assert spec.fingerprint() != make_spec(args=("--slow",)).fingerprint()
+    assert spec.fingerprint() != make_spec(job_id="J-2").fingerprint()
 
 
 def test_task_definition_carries_container_identity_outputs_and_constraints() -> None:

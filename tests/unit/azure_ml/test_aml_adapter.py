@@ -15,13 +15,13 @@ from azure.core.exceptions import ServiceRequestError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.azure_ml.adapter import SUBMISSION_RECORD, AzureMLBackend, create
-from hastegeo.compute.azure_ml.entities import TAG_CODE_HASH, job_name
+from hastegeo.compute.azure_ml.entities import TAG_CODE_HASH, build_command_job, job_name
 from hastegeo.compute.azure_ml.settings import AmlMode
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import ComputeBackend, ComputeJobSpec, ComputeState
-from hastegeo.devhost.azurite import Azurite
-from hastegeo.testing.aml_standin import StandInMLClient, http_error
 from hastegeo.utils.errors import ConfigurationError, TerminalBackendError, TransientBackendError
+from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.testing.aml_standin import StandInMLClient, http_error
 from tests.unit.azure_ml.aml_support import context_settings, make_spec
 
 pytestmark = pytest.mark.azurite
@@ -70,6 +70,7 @@ def test_submit_status_read_output_lifecycle(harness: Harness) -> None:
     assert handle.provider_ids["environment"] == "image:hasteacr.azurecr.io/haste/runtime:1.0"
     assert handle.submitted_at == NOW
     assert "notes" not in handle.provider_ids
+    assert handle.notes is None
     submitted = harness.client.submitted(name)
     datastore = harness.container.replace("-", "_")
     assert submitted.outputs["outputs"].path == f"azureml://datastores/{datastore}/paths/p1/job-0001/outputs/"
@@ -80,16 +81,34 @@ def test_submit_status_read_output_lifecycle(harness: Harness) -> None:
         status = harness.backend.status(handle)
         assert status.state is state
         assert aml in (status.detail or "")
-    assert harness.backend.read_output(handle, "outputs/imagery_manifest.json") is None
+    assert harness.backend.read_output(handle, "outputs/imagery_manifest.json").data is None
     harness.put("p1/job-0001/outputs/imagery_manifest.json", b'{"files": []}')
     harness.client.set_status(name, "Completed")
     assert harness.backend.status(handle).state is ComputeState.SUCCEEDED
-    assert harness.backend.read_output(handle, "outputs/imagery_manifest.json") == b'{"files": []}'
-    record = json.loads(harness.backend.read_output(handle, SUBMISSION_RECORD) or b"{}")
+    assert harness.backend.read_output(handle, "outputs/imagery_manifest.json").data == b'{"files": []}'
+    record = json.loads(harness.backend.read_output(handle, SUBMISSION_RECORD).data or b"{}")
     assert record["jobName"] == name
     assert record["codeSha256"] is None
     harness.backend.cleanup(handle)  # a no-op that says so
     assert harness.client.count("jobs.create_or_update") == 1
+
+
+def test_list_active_names_our_unfinished_jobs_only(harness: Harness) -> None:
+    running, done = harness.spec("job-0001"), harness.spec("job-0002")
+    handle = harness.backend.submit(running)
+    harness.backend.submit(done)
+    harness.client.set_status(job_name(done), "Completed")
+    aml = harness.context.settings.aml
+    someone_else = build_command_job(harness.spec("job-0003"), aml, environment="azureml:x:1")
+    someone_else.name, someone_else.tags = "someone-else", {"project": "p1"}
+    harness.client.jobs.create_or_update(someone_else)  # in the workspace, without our job-id tag
+    listed = harness.backend.list_active()
+    assert [(ours, h.provider_ids["job_name"]) for ours, h in listed] == [("job-0001", handle.provider_ids["job_name"])]
+    harness.client.set_status(job_name(running), "Failed")
+    assert harness.backend.list_active() == []
+    harness.client.fail("jobs.list", http_error(403, "AuthorizationFailed", "not allowed"))
+    with pytest.raises(TerminalBackendError, match="list jobs"):
+        harness.backend.list_active()
 
 
 def test_resubmit_binds_instead_of_submitting_twice(harness: Harness) -> None:
@@ -196,13 +215,14 @@ def test_missing_registered_environment_is_created_once(azurite: Azurite, unique
     second = harness.backend.submit(harness.spec("job-b"))
     assert harness.client.count("environments.create_or_update") == 1
     assert harness.client.count("environments.get") == 1
-    assert "did not exist and was created" in first.provider_ids["notes"]
+    assert "did not exist and was created" in (first.notes or "")
     assert "notes" not in second.provider_ids
+    assert second.notes is None
     assert first.provider_ids["environment"] == "haste-runtime:1"
     assert harness.client.submitted(job_name(harness.spec("job-b"))).environment == "azureml:haste-runtime:1"
     env = harness.client.environments.get("haste-runtime", version="1")
     assert env.image == "hasteacr.azurecr.io/haste/runtime:1.0"
-    record = json.loads(harness.backend.read_output(first, SUBMISSION_RECORD) or b"{}")
+    record = json.loads(harness.backend.read_output(first, SUBMISSION_RECORD).data or b"{}")
     assert "was created" in record["notes"][0]
 
 
@@ -225,12 +245,12 @@ def test_code_upload_warns_and_keeps_the_hash(
         handle = harness.backend.submit(harness.spec())
     digest = handle.provider_ids["code_sha256"]
     assert len(digest) == 64
-    assert "may not be reproducible" in handle.provider_ids["notes"]
+    assert "may not be reproducible" in (handle.notes or "")
     assert any("local code snapshot" in r.getMessage() for r in caplog.records)
     job = harness.client.submitted(handle.provider_ids["job_name"])
     assert job.code == str(tmp_path)
     assert job.tags[TAG_CODE_HASH] == digest
-    record = json.loads(harness.backend.read_output(handle, SUBMISSION_RECORD) or b"{}")
+    record = json.loads(harness.backend.read_output(handle, SUBMISSION_RECORD).data or b"{}")
     assert record["codeSha256"] == digest
 
 

@@ -10,7 +10,7 @@ import pytest
 from azure.ai.ml.entities import Environment  # noqa: TID251
 
 from hastegeo.cli import aml
-from hastegeo.testing.aml_standin import StandInMLClient, http_error
+from hastegeo_dev.testing.aml_standin import StandInMLClient, http_error
 
 BASE = {
     "AML_MODE": "Existing",

@@ -18,7 +18,6 @@ from hastegeo.compute.azure_ml.entities import (
     TAG_FINGERPRINT,
     build_command_job,
     code_snapshot_hash,
-    fingerprint,
     job_environment,
     job_name,
 )
@@ -47,7 +46,7 @@ def _assert_common(job: object, spec: ComputeJobSpec) -> None:
     tags = job.tags  # type: ignore[attr-defined]
     assert tags["project"] == "p1"
     assert tags["haste_job_id"] == "job-0001"
-    assert tags[TAG_FINGERPRINT] == fingerprint(spec)
+    assert tags[TAG_FINGERPRINT] == spec.fingerprint()
     assert job.experiment_name == "haste-p1"  # type: ignore[attr-defined]
     assert job.display_name == "imagery job-0001"  # type: ignore[attr-defined]
 

@@ -12,9 +12,10 @@ from azure.ai.ml.exceptions import (  # noqa: TID251
 )
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
-from hastegeo.compute.azure_ml.errors import Kind, classify, translate, with_retry
-from hastegeo.testing.aml_standin import http_error, label_not_found
+from hastegeo.compute.azure_ml.errors import Retry, classify, translate
+from hastegeo.compute.retry import ErrorKind
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
+from hastegeo_dev.testing.aml_standin import http_error, label_not_found
 
 
 def _asset_error_caused_by(cause: BaseException) -> AssetException:
@@ -30,20 +31,20 @@ def _asset_error_caused_by(cause: BaseException) -> AssetException:
 @pytest.mark.parametrize(
     ("exc", "kind"),
     [
-        (http_error(429), Kind.TRANSIENT),
-        (http_error(500), Kind.TRANSIENT),
-        (http_error(503), Kind.TRANSIENT),
-        (http_error(408), Kind.TRANSIENT),
-        (ServiceRequestError("refused"), Kind.TRANSIENT),
-        (ServiceResponseError("reset"), Kind.TRANSIENT),
-        (_asset_error_caused_by(ServiceRequestError("upload connection")), Kind.TRANSIENT),
-        (_asset_error_caused_by(ValueError("bad path")), Kind.TERMINAL),
-        (http_error(400), Kind.TERMINAL),
-        (http_error(401), Kind.AUTH),
-        (http_error(403), Kind.AUTH),
-        (http_error(404), Kind.NOT_FOUND),
-        (http_error(409), Kind.CONFLICT),
-        (label_not_found("env", "latest"), Kind.NOT_FOUND),
+        (http_error(429), ErrorKind.TRANSIENT),
+        (http_error(500), ErrorKind.TRANSIENT),
+        (http_error(503), ErrorKind.TRANSIENT),
+        (http_error(408), ErrorKind.TRANSIENT),
+        (ServiceRequestError("refused"), ErrorKind.TRANSIENT),
+        (ServiceResponseError("reset"), ErrorKind.TRANSIENT),
+        (_asset_error_caused_by(ServiceRequestError("upload connection")), ErrorKind.TRANSIENT),
+        (_asset_error_caused_by(ValueError("bad path")), ErrorKind.TERMINAL),
+        (http_error(400), ErrorKind.TERMINAL),
+        (http_error(401), ErrorKind.AUTH),
+        (http_error(403), ErrorKind.AUTH),
+        (http_error(404), ErrorKind.NOT_FOUND),
+        (http_error(409), ErrorKind.EXISTS),
+        (label_not_found("env", "latest"), ErrorKind.NOT_FOUND),
         (
             ValidationException(
                 message="bad",
@@ -51,13 +52,13 @@ def _asset_error_caused_by(cause: BaseException) -> AssetException:
                 target=ErrorTarget.JOB,  # type: ignore[arg-type]
                 error_type=ValidationErrorType.INVALID_VALUE,
             ),
-            Kind.TERMINAL,
+            ErrorKind.TERMINAL,
         ),
-        (MlException(message="client-side", no_personal_data_message="client-side"), Kind.TERMINAL),
-        (RuntimeError("anything else"), Kind.TERMINAL),
+        (MlException(message="client-side", no_personal_data_message="client-side"), ErrorKind.TERMINAL),
+        (RuntimeError("anything else"), ErrorKind.TERMINAL),
     ],
 )
-def test_classify(exc: BaseException, kind: Kind) -> None:
+def test_classify(exc: BaseException, kind: ErrorKind) -> None:
     assert classify(exc) is kind
 
 
@@ -80,7 +81,7 @@ def test_retry_spends_one_budget_and_chains_the_last_error() -> None:
         raise errors.pop(0)
 
     with pytest.raises(TransientBackendError) as caught:
-        with_retry(call, action="get job", hint="x", attempts=3, delay_s=1.0, sleep=sleeps.append)
+        Retry(attempts=3, delay_s=1.0, sleep=sleeps.append).run(call, action="get job", hint="x")
     assert sleeps == [1.0, 2.0]
     assert "2" in str(caught.value.__cause__)
 
@@ -88,17 +89,14 @@ def test_retry_spends_one_budget_and_chains_the_last_error() -> None:
 def test_retry_does_not_retry_terminal_and_passes_through_on_request() -> None:
     sleeps: list[float] = []
     with pytest.raises(TerminalBackendError):
-        with_retry(
-            lambda: (_ for _ in ()).throw(http_error(403)),
-            action="a",
-            hint="h",
-            attempts=3,
-            delay_s=1,
-            sleep=sleeps.append,
+        Retry(attempts=3, delay_s=1, sleep=sleeps.append).run(
+            lambda: (_ for _ in ()).throw(http_error(403)), action="a", hint="h"
         )
     with pytest.raises(type(http_error(404))):
-        with_retry(
+        Retry(attempts=3, delay_s=1, sleep=sleeps.append).run(
             lambda: (_ for _ in ()).throw(http_error(404)),
-            action="a", hint="h", attempts=3, delay_s=1, sleep=sleeps.append, passthrough=frozenset({Kind.NOT_FOUND}),
-        )  # fmt: skip
+            action="a",
+            hint="h",
+            passthrough=frozenset({ErrorKind.NOT_FOUND}),
+        )
     assert sleeps == []

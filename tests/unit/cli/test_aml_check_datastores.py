@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from hastegeo.cli import aml
-from hastegeo.testing.aml_standin import StandInMLClient
+from hastegeo_dev.testing.aml_standin import StandInMLClient
 
 ENV = {
     "AML_MODE": "Create",

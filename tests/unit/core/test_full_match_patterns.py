@@ -19,8 +19,8 @@ import pytest
 
 from api.http_routes import _JOB_ID
 from hastegeo.auth import PROJECT_ID
-from hastegeo.devhost.routes import compile_route
 from hastegeo.models.paths import check_relative_path
+from hastegeo_dev.devhost.routes import compile_route
 
 ROOT = Path(__file__).resolve().parents[3]
 SCANNED = [ROOT / "hastelib" / "src", ROOT / "api", ROOT / "function_app.py", ROOT / ".github" / "scripts"]

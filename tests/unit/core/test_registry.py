@@ -1,4 +1,4 @@
-"""The runner registry: lazy, cached, classified errors, and no construction under its lock."""
+"""The backend registry: lazy, cached, classified errors, and no construction under its lock."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.registry import BackendEntry, RunnerRegistry
+from hastegeo.compute.descriptor import BackendDescriptor, lazy_factory
+from hastegeo.compute.registry import BackendRegistry
 from hastegeo.utils.errors import BackendUnavailableError, ConfigurationError
 
 CONTEXT: Any = BackendContext(settings=None, blob_service=None)  # type: ignore[arg-type]
@@ -23,7 +24,7 @@ class Dummy:
 
 
 def test_unknown_and_disabled_backends_are_classified() -> None:
-    registry = RunnerRegistry([BackendEntry("local", Dummy)], enabled=[], context=CONTEXT)
+    registry = BackendRegistry([BackendDescriptor("local", Dummy)], enabled=[], context=CONTEXT)
     with pytest.raises(BackendUnavailableError, match="Unknown backend 'nope'"):
         registry.get("nope")
     with pytest.raises(BackendUnavailableError, match="not enabled"):
@@ -37,7 +38,7 @@ def test_adapter_is_built_once_and_cached() -> None:
         built.append(Dummy(context))
         return built[-1]
 
-    registry = RunnerRegistry([BackendEntry("local", factory)], enabled=["local"], context=CONTEXT)
+    registry = BackendRegistry([BackendDescriptor("local", factory)], enabled=["local"], context=CONTEXT)
     assert registry.get("local") is registry.get("local")
     assert len(built) == 1
     assert built[0].context is CONTEXT
@@ -46,13 +47,17 @@ def test_adapter_is_built_once_and_cached() -> None:
 def test_provider_module_is_imported_only_when_first_used() -> None:
     module = "hastegeo.compute.azure_ml.adapter"
     sys.modules.pop(module, None)
-    registry = RunnerRegistry([BackendEntry("azure_ml", f"{module}:create")], enabled=["azure_ml"], context=CONTEXT)
+    registry = BackendRegistry(
+        [BackendDescriptor("azure_ml", lazy_factory(f"{module}:create"))], enabled=["azure_ml"], context=CONTEXT
+    )
     assert module not in sys.modules
     assert registry.enabled == frozenset({"azure_ml"})
 
 
 def test_unloadable_factory_is_a_configuration_error() -> None:
-    registry = RunnerRegistry([BackendEntry("x", "no.such.module:create")], enabled=["x"], context=CONTEXT)
+    registry = BackendRegistry(
+        [BackendDescriptor("x", lazy_factory("no.such.module:create"))], enabled=["x"], context=CONTEXT
+    )
     with pytest.raises(ConfigurationError, match="cannot be loaded"):
         registry.get("x")
 
@@ -61,7 +66,7 @@ def test_failing_constructor_is_a_configuration_error() -> None:
     def broken(context: BackendContext) -> Dummy:
         raise RuntimeError("no credentials")
 
-    registry = RunnerRegistry([BackendEntry("x", broken)], enabled=["x"], context=CONTEXT)
+    registry = BackendRegistry([BackendDescriptor("x", broken)], enabled=["x"], context=CONTEXT)
     with pytest.raises(ConfigurationError, match="failed to start: RuntimeError: no credentials"):
         registry.get("x")
 
@@ -76,8 +81,8 @@ def test_constructor_runs_outside_the_lock() -> None:
         assert release.wait(5)
         return Dummy(context)
 
-    registry = RunnerRegistry(
-        [BackendEntry("slow", slow), BackendEntry("fast", Dummy)], enabled=["slow", "fast"], context=CONTEXT
+    registry = BackendRegistry(
+        [BackendDescriptor("slow", slow), BackendDescriptor("fast", Dummy)], enabled=["slow", "fast"], context=CONTEXT
     )
     worker = threading.Thread(target=registry.get, args=("slow",))
     worker.start()
@@ -90,14 +95,16 @@ def test_constructor_runs_outside_the_lock() -> None:
 
 
 def test_reentrant_constructor_does_not_deadlock() -> None:
-    registry: RunnerRegistry
+    registry: BackendRegistry
 
     def needs_other(context: BackendContext) -> Dummy:
         registry.get("fast")
         return Dummy(context)
 
-    registry = RunnerRegistry(
-        [BackendEntry("outer", needs_other), BackendEntry("fast", Dummy)], enabled=["outer", "fast"], context=CONTEXT
+    registry = BackendRegistry(
+        [BackendDescriptor("outer", needs_other), BackendDescriptor("fast", Dummy)],
+        enabled=["outer", "fast"],
+        context=CONTEXT,
     )
     assert isinstance(registry.get("outer"), Dummy)
 
@@ -107,7 +114,7 @@ def test_the_local_backend_refuses_to_start_inside_azure_functions_unless_allowe
     from azure.storage.blob import BlobServiceClient
 
     from hastegeo.compute.local.adapter import LocalBackend
-    from hastegeo.compute.registry import DEFAULT_FACTORIES
+    from hastegeo.compute.registry import descriptors
     from hastegeo.config import load_settings
 
     env = {
@@ -118,9 +125,9 @@ def test_the_local_backend_refuses_to_start_inside_azure_functions_unless_allowe
     }
     blobs = BlobServiceClient.from_connection_string("UseDevelopmentStorage=true")  # never called here
 
-    def registry(**extra: str) -> RunnerRegistry:
+    def registry(**extra: str) -> BackendRegistry:
         context = BackendContext(settings=load_settings({**env, **extra}), blob_service=blobs)
-        return RunnerRegistry([BackendEntry("local", DEFAULT_FACTORIES["local"])], enabled=["local"], context=context)
+        return BackendRegistry([descriptors()["local"]], enabled=["local"], context=context)
 
     with pytest.raises(ConfigurationError, match="HASTE_LOCAL_ALLOW_IN_AZURE=true") as raised:
         registry().get("local")

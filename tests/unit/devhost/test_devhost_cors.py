@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hastegeo.devhost.cors import CorsPolicy, is_preflight
+from hastegeo_dev.devhost.cors import CorsPolicy, is_preflight
 
 
 def test_no_origin_is_allowed_by_default() -> None:

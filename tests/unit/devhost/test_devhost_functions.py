@@ -9,7 +9,7 @@ from typing import Any
 import azure.functions as func
 import pytest
 
-from hastegeo.devhost.functions import DevHostError, OutValue, QueueOutput, discover, invoke, load_app
+from hastegeo_dev.devhost.functions import DevHostError, OutValue, QueueOutput, discover, invoke, load_app
 
 
 def _app() -> func.FunctionApp:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.devhost.hostjson import (
+from hastegeo_dev.devhost.hostjson import (
     HostConfig,
     HostJsonError,
     QueueSettings,

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from hastegeo.devhost.queue_policy import (
+from hastegeo_dev.devhost.queue_policy import (
     OnFailure,
     OnReceive,
     decode_body,

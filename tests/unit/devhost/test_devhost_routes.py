@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hastegeo.devhost.routes import MethodNotAllowed, RouteError, RouteMatch, RouteTable, compile_route
+from hastegeo_dev.devhost.routes import MethodNotAllowed, RouteError, RouteMatch, RouteTable, compile_route
 
 
 @pytest.mark.parametrize(

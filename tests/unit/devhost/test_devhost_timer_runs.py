@@ -7,7 +7,7 @@ import time
 
 import azure.functions as func
 
-from hastegeo.devhost.host import DevHost
+from hastegeo_dev.devhost.host import DevHost
 
 
 def test_timer_fires_every_second_and_stops_with_the_host() -> None:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from hastegeo.devhost.timers import next_fire, parse_schedule
+from hastegeo_dev.devhost.timers import next_fire, parse_schedule
 
 
 def test_every_minute_on_second_zero() -> None:

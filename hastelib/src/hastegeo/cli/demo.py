@@ -60,7 +60,7 @@ def run_demo(backend: str = "local", keep: bool = False) -> int:
                 # A Batch-compatible service on loopback runs each task as a local
                 # process and uploads its output files to Azurite, like the real one.
                 stack.azurite.start()
-                from hastegeo.testing.batch_service import BatchTestService
+                from hastegeo_dev.testing.batch_service import BatchTestService
 
                 service = BatchTestService(stack.azurite.connection_string).start()
                 resources.callback(service.stop)

@@ -212,6 +212,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Choices come from the contract and the backend descriptors (built in or installed), never a copy.
+    from hastegeo.compute.contract import WORKLOADS
+    from hastegeo.compute.registry import backend_names
+
     parser = argparse.ArgumentParser(prog="haste", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--url", default=os.environ.get("HASTE_API_URL", DEFAULT_URL), help="API base URL")
     parser.add_argument(
@@ -224,9 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     submit = commands.add_parser("submit", help="submit a job")
     submit.add_argument("--file", help="a JSON job request")
-    submit.add_argument("--workload", choices=["imagery", "training", "inference", "embedding", "artifacts"])
+    submit.add_argument("--workload", choices=WORKLOADS)
     submit.add_argument("--project")
-    submit.add_argument("--backend", choices=["auto", "local", "azure_batch", "azure_ml"])
+    submit.add_argument("--backend", choices=["auto", *backend_names()])
     submit.add_argument("--input", action="append", default=[], help="blob:<name> or job:<id> (repeatable)")
     submit.add_argument("--param", action="append", default=[], help="key=value, value may be JSON (repeatable)")
     submit.add_argument("--idempotency-key", help="retrying with the same key returns the same job")
@@ -269,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     sample.set_defaults(handler=cmd_sample_data)
 
     demo = commands.add_parser("demo", help="start the embedded stack and run a real job end to end")
-    demo.add_argument("--backend", default="local", choices=["local", "azure_batch", "azure_ml"])
+    demo.add_argument("--backend", default="local", choices=backend_names())
     demo.add_argument("--keep", action="store_true", help="keep the demo's working folder")
     demo.set_defaults(handler=cmd_demo)
 

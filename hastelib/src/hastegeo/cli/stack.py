@@ -1,6 +1,6 @@
 """The embedded stack: Azurite, plus the development Functions host in its own process.
 
-The host runs as a separate process (``python -m hastegeo.devhost``) so it
+The host runs as a separate process (``python -m hastegeo_dev.devhost``) so it
 can be stopped, killed and restarted like a real Functions host, while
 Azurite and the local backend's job folders carry the state across.
 """
@@ -19,8 +19,17 @@ from pathlib import Path
 from types import TracebackType
 
 from hastegeo.config import load_settings
-from hastegeo.devhost.azurite import Azurite
 from hastegeo.runtime import ensure_storage
+
+try:  # development only: `haste dev`, `demo` and `sample-data` import this module lazily (docs/adr/0013)
+    from hastegeo_dev.devhost.azurite import Azurite
+except ModuleNotFoundError as exc:
+    if exc.name is None or not exc.name.startswith("hastegeo_dev"):
+        raise
+    raise SystemExit(
+        "this command needs the development distribution hastegeo-dev: run `make install` "
+        "or `pip install -e hastelib/dev` in a checkout"
+    ) from exc
 
 HOST_START_TIMEOUT_S = 60.0
 # Who the stack's callers are unless HASTE_DEV_PRINCIPAL says otherwise: an admin, so the demo can do everything.
@@ -68,7 +77,7 @@ class HostProcess:
             [
                 sys.executable,
                 "-m",
-                "hastegeo.devhost",
+                "hastegeo_dev.devhost",
                 "--app",
                 "function_app:app",
                 "--port",

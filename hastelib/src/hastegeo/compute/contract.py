@@ -1,26 +1,21 @@
-"""The backend-neutral compute contract: what every backend is given and must answer.
-
-A backend receives a :class:`ComputeJobSpec`, returns a :class:`ComputeJobHandle`
-that is enough to find the provider's job again, and reports a
-:class:`ComputeStatus` as data, never as an exception. Outputs always land
-under the spec's :class:`BlobLocation` as ``outputs/…`` and ``logs/…``, so
-post-processing and the blob fallback are the same on every backend.
-"""
+"""The whole compute contract: what every backend is given, must answer, and may offer (ADR 0009)."""
 
 from __future__ import annotations
 
+import abc
 import enum
+import hashlib
+import json
 from datetime import datetime
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-WORKLOADS: tuple[str, ...] = ("imagery", "training", "inference", "embedding", "artifacts")
-UPLOAD_PATTERNS: tuple[str, ...] = ("outputs/**", "logs/**")
+Workload = Literal["imagery", "training", "inference", "embedding", "artifacts"]
+WORKLOADS: tuple[str, ...] = get_args(Workload)
 WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
-# Older images read Batch's name for the working directory; every backend exports both.
-LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"
+LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"  # older images read Batch's name; every backend exports both
 
 
 class _Frozen(BaseModel):
@@ -34,7 +29,6 @@ class BlobLocation(_Frozen):
     path: str
 
     def child(self, relative: str) -> str:
-        """The blob name of ``relative`` under this location."""
         return f"{self.path.rstrip('/')}/{relative.lstrip('/')}" if self.path else relative
 
 
@@ -64,7 +58,7 @@ class ComputeJobSpec(_Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     inputs: tuple[InputFile, ...] = ()
     output: BlobLocation
-    upload_patterns: tuple[str, ...] = UPLOAD_PATTERNS
+    upload_patterns: tuple[str, ...] = ("outputs/**", "logs/**")
     resources: Resources = Resources()
     time_limit_s: int = 3600
     retry_budget: int = 0
@@ -74,14 +68,22 @@ class ComputeJobSpec(_Frozen):
     def argv(self) -> tuple[str, ...]:
         return self.entrypoint + self.args
 
+    def fingerprint(self) -> str:
+        """What makes a submission *this* one, on every backend (identity fields only: labels may change)."""
+        identity: dict[str, object] = {"jobId": self.job_id, "name": self.name, "workload": self.workload}
+        identity.update(image=self.image, argv=list(self.argv), output=[self.output.container, self.output.path])
+        encoded = json.dumps(identity, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        return hashlib.sha256(encoded).hexdigest()[:32]
+
 
 class ComputeJobHandle(_Frozen):
-    """What a backend needs to find its job again. Server-owned: never accepted from a client."""
+    """How to find the provider's job again (server-owned). ``notes``: what the operator should know."""
 
     backend: str
     provider_ids: dict[str, str]
-    output: BlobLocation
+    output: BlobLocation = BlobLocation(container="", path="")  # empty: found by a listing (cancel needs none)
     submitted_at: datetime
+    notes: str | None = None
 
 
 class ComputeState(enum.StrEnum):
@@ -97,61 +99,51 @@ class ComputeState(enum.StrEnum):
 
 
 class ComputeStatus(_Frozen):
-    """A backend's answer to "how is it going?": data, never an exception.
-
-    ``detail`` is a short readable note that changes when something worth a
-    history line happens (``waiting for a node``, ``task requeued after
-    preemption``); ``reason`` explains a failure or cancellation.
-    """
-
     state: ComputeState
     exit_code: int | None = None
-    reason: str | None = None
-    detail: str | None = None
+    reason: str | None = None  # why it failed or was cancelled
+    detail: str | None = None  # a short note that changes when something deserves a history line
     progress: float | None = None
 
 
-class BackendCapabilities(_Frozen):
-    """What the router may send to a backend, known without constructing it."""
+class OutputRead(_Frozen):
+    """A file from the provider: ``data``, or None and why it could not serve it (None: no such file)."""
 
-    workloads: frozenset[str]
-    gpu: bool = False
+    data: bytes | None
+    unavailable_reason: str | None = None
 
 
-@runtime_checkable
-class ComputeBackend(Protocol):
-    """The small interface each backend implements. Orchestration lives elsewhere.
-
-    - ``submit`` is idempotent: a repeat with the same ``spec.name`` binds to
-      the provider job that already exists, and never starts a second one.
-    - ``status`` reports; it raises only :class:`TransientBackendError` (try again
-      later) or :class:`TerminalBackendError` (the handle is unusable).
-    - ``read_output`` returns ``None`` when the provider cannot serve the file
-      (node gone, file missing); callers then read the blob copy.
-    - ``cancel`` of a finished job is not an error; ``cleanup`` is best-effort
-      and never raises for resources that are already gone.
-
-    Optional capabilities, found with ``getattr``:
-
-    - ``last_unavailable_reason(handle) -> str | None``: the readable reason the
-      provider could not serve the last file asked for; the pipeline shows it
-      in the history when the blob copy was used instead.
-    - ``read_output_tail(handle, path, offset) -> bytes | None``: the bytes of a
-      file from ``offset`` on, so a running job's progress log can be followed
-      without reading it whole on every poll.
-    - ``list_active() -> list[tuple[str, ComputeJobHandle]]``: the provider jobs
-      this backend is still running, by our job id, so the reconciler can stop
-      those whose record has ended or is gone.
-    """
+class ComputeBackend(abc.ABC):
+    """One backend. ``submit`` binds a repeat to the job whose fingerprint matches; ``status`` raises only
+    Transient/TerminalBackendError; ``cancel`` of a finished job is fine; ``cleanup`` is best-effort and
+    skips a node a read found gone (``unavailable_reason``); ``list_active``: (our job id, handle) still
+    running. Optional capabilities are the methods with bodies: their defaults are safe."""
 
     name: ClassVar[str]
 
+    @abc.abstractmethod
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle: ...
 
+    @abc.abstractmethod
     def status(self, handle: ComputeJobHandle) -> ComputeStatus: ...
 
-    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None: ...
+    @abc.abstractmethod
+    def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead: ...
 
+    @abc.abstractmethod
     def cancel(self, handle: ComputeJobHandle) -> None: ...
 
-    def cleanup(self, handle: ComputeJobHandle) -> None: ...
+    @abc.abstractmethod
+    def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> None: ...
+
+    @abc.abstractmethod
+    def list_active(self) -> list[tuple[str, ComputeJobHandle]]: ...
+
+    # Copy an ended job's outputs/** and logs/** to its blob prefix, where the provider does not.
+    def collect_outputs(self, handle: ComputeJobHandle) -> None: ...
+
+    # A growing file's bytes from ``offset`` on, when cheap to serve; None: follow it by blob instead.
+    def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None: ...
+
+    # Release clients and threads (the registry's owner calls this at shutdown).
+    def close(self) -> None: ...

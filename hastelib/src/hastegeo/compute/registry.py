@@ -1,53 +1,65 @@
-"""Find, build once and cache the adapter for each backend.
+"""The backends this app knows, one :class:`BackendDescriptor` each, and the registry that builds them once.
 
-Adapters import their provider SDK, which can take a second (azure-ai-ml),
-so they are imported only when first used. Construction runs outside the
-registry's lock: a slow or re-entrant constructor must not serialize every
-other submission, and two threads racing to build the same adapter simply
-keep the first one stored.
+A backend is one folder: its package exports ``DESCRIPTOR`` (name, settings
+section, the workloads it can run under the current settings and why not the
+others, a factory). The built-in ones are listed here; any other is found
+through the ``hastegeo.backends`` entry point group, so a new backend is
+routable, listed by ``GET /api/backends`` and accepted by the API and the CLI
+without another file changing (ADR 0009). Every other list of backend names
+is derived from :func:`descriptors`.
+
+Adapters import their provider SDK, which can take a second (azure-ai-ml), so
+a descriptor's factory imports the adapter only when the backend is first
+used. Construction runs outside the registry's lock: a slow or re-entrant
+constructor must not serialize every other submission, and two threads racing
+to build the same adapter simply keep the first one stored.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
 
-from hastegeo.compute.context import BackendContext
-from hastegeo.compute.contract import ComputeBackend
+from hastegeo.compute.descriptor import BackendDescriptor
 from hastegeo.utils.errors import BackendUnavailableError, ConfigurationError, HasteError
 
-AdapterFactory = Callable[[BackendContext], ComputeBackend]
+if TYPE_CHECKING:
+    from hastegeo.compute.context import BackendContext
+    from hastegeo.compute.contract import ComputeBackend
+
+ENTRY_POINT_GROUP = "hastegeo.backends"
+BUILT_IN = ("hastegeo.compute.local", "hastegeo.compute.azure_batch", "hastegeo.compute.azure_ml")
 
 
-@dataclass(frozen=True)
-class BackendEntry:
-    """How to build one backend: an import path ``module:callable`` or the callable itself."""
-
-    name: str
-    factory: str | AdapterFactory
-
-
-# The production factories: each module exposes ``create(context) -> ComputeBackend``.
-DEFAULT_FACTORIES: Mapping[str, str] = {
-    "local": "hastegeo.compute.local.adapter:create",
-    "azure_batch": "hastegeo.compute.azure_batch.adapter:create",
-    "azure_ml": "hastegeo.compute.azure_ml.adapter:create",
-}
+@functools.cache
+def descriptors() -> Mapping[str, BackendDescriptor]:
+    """Every known backend by name: the built-in ones, then those registered as entry points."""
+    found: list[BackendDescriptor] = [importlib.import_module(module).DESCRIPTOR for module in BUILT_IN]
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        loaded = point.load()
+        if not isinstance(loaded, BackendDescriptor):
+            raise ConfigurationError(f"Entry point {point.value!r} ({ENTRY_POINT_GROUP}) is not a BackendDescriptor")
+        found.append(loaded)
+    return {descriptor.name: descriptor for descriptor in found}
 
 
-class RunnerRegistry:
-    def __init__(self, entries: Iterable[BackendEntry], enabled: Iterable[str], context: BackendContext) -> None:
-        self._context = context
-        self._entries = {entry.name: entry for entry in entries}
-        self._enabled = frozenset(enabled)
+def backend_names() -> tuple[str, ...]:
+    return tuple(descriptors())
+
+
+class BackendRegistry:
+    """The enabled backends of this process, each built once on first use."""
+
+    def __init__(self, known: Iterable[BackendDescriptor], enabled: Iterable[str], context: BackendContext) -> None:
+        self.descriptors = {descriptor.name: descriptor for descriptor in known}
+        self.enabled = frozenset(enabled)
+        self.context = context
         self._instances: dict[str, ComputeBackend] = {}
         self._lock = threading.Lock()
-
-    @property
-    def enabled(self) -> frozenset[str]:
-        return self._enabled
 
     def get(self, name: str) -> ComputeBackend:
         """The adapter for ``name``, built on first use.
@@ -56,45 +68,32 @@ class RunnerRegistry:
             BackendUnavailableError: the backend is unknown or not enabled.
             ConfigurationError: its module or factory cannot be loaded or fails.
         """
-        entry = self._entries.get(name)
-        if entry is None:
+        descriptor = self.descriptors.get(name)
+        if descriptor is None:
             raise BackendUnavailableError(f"Unknown backend {name!r}", backend=name)
-        if name not in self._enabled:
+        if name not in self.enabled:
             raise BackendUnavailableError(f"Backend {name!r} is not enabled", backend=name)
         with self._lock:
             cached = self._instances.get(name)
         if cached is not None:
             return cached
-        instance = _build(entry, self._context)  # outside the lock, on purpose
+        instance = _build(descriptor, self.context)  # outside the lock, on purpose
         with self._lock:
             kept = self._instances.setdefault(name, instance)
         if kept is not instance:  # another thread won the race: release what we built
-            close = getattr(instance, "close", None)
-            if callable(close):
-                close()
+            instance.close()
         return kept
 
     def built(self) -> dict[str, ComputeBackend]:
-        """The adapters constructed so far (for shutdown and diagnostics)."""
+        """The adapters constructed so far (for shutdown, diagnostics and the reconciler)."""
         with self._lock:
             return dict(self._instances)
 
 
-def _build(entry: BackendEntry, context: BackendContext) -> ComputeBackend:
-    factory = entry.factory
-    if isinstance(factory, str):
-        module_name, _, attribute = factory.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-            factory = getattr(module, attribute)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigurationError(
-                f"Backend {entry.name!r} cannot be loaded from {entry.factory!r}: {type(exc).__name__}: {exc}"
-            ) from exc
+def _build(descriptor: BackendDescriptor, context: BackendContext) -> ComputeBackend:
     try:
-        adapter = factory(context)
-    except HasteError:
+        return descriptor.factory(context)
+    except HasteError:  # ConfigurationError names the setting (or the factory that cannot be loaded)
         raise
     except Exception as exc:
-        raise ConfigurationError(f"Backend {entry.name!r} failed to start: {type(exc).__name__}: {exc}") from exc
-    return adapter
+        raise ConfigurationError(f"Backend {descriptor.name!r} failed to start: {type(exc).__name__}: {exc}") from exc

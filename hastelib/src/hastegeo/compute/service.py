@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJobSpec, ComputeStatus
-from hastegeo.compute.registry import RunnerRegistry
+from hastegeo.compute.registry import BackendRegistry
 from hastegeo.utils.errors import BackendUnavailableError, HasteError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -22,8 +23,40 @@ log = logging.getLogger(__name__)
 BlobReader = Callable[[str, str], "bytes | None"]
 
 
+@dataclass(frozen=True)
+class ServedOutput:
+    """A file as the service found it: the provider's copy, else the blob copy, and why either failed.
+
+    ``unavailable_reason`` is why the provider could not serve it (None: it
+    simply has no such file), as the adapter returned it in its
+    :class:`~hastegeo.compute.contract.OutputRead`: data, never a memo.
+    """
+
+    path: str
+    data: bytes | None
+    unavailable_reason: str | None = None
+    blob_error: str | None = None
+    from_blob: bool = False
+
+    @property
+    def fallback_note(self) -> str | None:
+        """One history line when the blob copy served because the provider could not."""
+        if self.data is None or not self.from_blob or not self.unavailable_reason:
+            return None
+        return (
+            f"{self.path} read from blob storage because the compute node could not serve it: {self.unavailable_reason}"
+        )
+
+    @property
+    def unreadable(self) -> str | None:
+        """When neither copy served: one line naming both causes (see :func:`unreadable_reason`)."""
+        if self.data is not None:
+            return None
+        return unreadable_reason(self.path, self.unavailable_reason, self.blob_error)
+
+
 class ExecutionService:
-    def __init__(self, registry: RunnerRegistry, read_blob: BlobReader) -> None:
+    def __init__(self, registry: BackendRegistry, read_blob: BlobReader) -> None:
         self._registry = registry
         self._read_blob = read_blob
 
@@ -37,94 +70,74 @@ class ExecutionService:
         return handle
 
     def status(self, handle: ComputeJobHandle) -> ComputeStatus:
-        return self._adapter(handle.backend).status(handle)
+        """The provider's status; an ended job's files are in blob storage before its end is reported."""
+        adapter = self._adapter(handle.backend)
+        status = adapter.status(handle)
+        if status.state.terminal:
+            adapter.collect_outputs(handle)
+        return status
 
     def cancel(self, handle: ComputeJobHandle) -> None:
         self._adapter(handle.backend).cancel(handle)
 
-    def cleanup(self, handle: ComputeJobHandle) -> str | None:
-        """Best-effort cleanup. Returns a readable note when it failed, instead of raising."""
+    def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> str | None:
+        """Best-effort cleanup. Returns a readable note when it failed, instead of raising.
+
+        ``unavailable_reason``: a read of this job's files already found the
+        provider's copy gone, so the backend need not touch that node again.
+        """
         try:
-            self._adapter(handle.backend).cleanup(handle)
+            self._adapter(handle.backend).cleanup(handle, unavailable_reason)
         except Exception as exc:  # cleanup must never fail a finished job
             note = describe_exception(exc)
             log.warning("cleanup of %s on %s failed: %s", handle.provider_ids, handle.backend, note)
             return note
         return None
 
-    def read_output(
-        self,
-        handle: ComputeJobHandle,
-        path: str,
-        on_fallback: Callable[[str], None] | None = None,
-        on_unreadable: Callable[[str], None] | None = None,
-    ) -> bytes | None:
+    def read_output(self, handle: ComputeJobHandle, path: str) -> ServedOutput:
         """``path`` (relative to the job's output prefix) from the provider, else from blob.
 
-        Returns None when neither copy can be read. A failing fallback is
-        logged and returns None; it never replaces the provider's reason.
-        When the blob copy serves and the adapter can say why the provider
-        could not (the optional ``last_unavailable_reason(handle)``
-        capability), ``on_fallback`` receives one readable line about it.
-        When neither copy serves, ``on_unreadable`` receives one readable line
-        that names both causes (see :func:`unreadable_reason`), so the job's
-        history never says "not found" where a node or storage error hid it.
+        A failing blob read is logged and kept as ``blob_error``; it never
+        replaces the provider's reason.
         """
-        adapter = self._adapter(handle.backend)
-        provider_error: str | None = None
         try:
-            data = adapter.read_output(handle, path)
+            read = self._adapter(handle.backend).read_output(handle, path)
+            data, reason = read.data, read.unavailable_reason
         except HasteError as exc:
-            data, provider_error = None, describe_exception(exc)
+            data, reason = None, describe_exception(exc)
         if data is not None:
-            return data
-        reason_of = getattr(adapter, "last_unavailable_reason", None)
-        reason = provider_error or (reason_of(handle) if callable(reason_of) else None)
+            return ServedOutput(path, data)
         try:
             data = self._read_blob(handle.output.container, handle.output.child(path))
         except Exception as exc:
-            line = unreadable_reason(path, reason, describe_exception(exc))
-            log.warning("%s (backend %s)", line, handle.backend)
-            if on_unreadable is not None:
-                on_unreadable(line)
-            return None
-        if data is None:
-            if on_unreadable is not None:
-                on_unreadable(unreadable_reason(path, reason, None))
-            return None
-        if reason and on_fallback is not None:
-            on_fallback(f"{path} read from blob storage because the compute node could not serve it: {reason}")
-        return data
+            served = ServedOutput(path, None, reason, blob_error=describe_exception(exc))
+            log.warning("%s (backend %s)", served.unreadable, handle.backend)
+            return served
+        return ServedOutput(path, data, reason, from_blob=True)
 
     def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
         """New bytes of a growing file, if the backend can serve them cheaply; else None."""
-        tail = getattr(self._adapter(handle.backend), "read_output_tail", None)
-        if not callable(tail):
-            return None
         try:
-            data = tail(handle, path, offset)
+            return self._adapter(handle.backend).read_output_tail(handle, path, offset)
         except HasteError:
             return None
-        return data if isinstance(data, bytes) else None
 
     def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
-        """Provider jobs still running on the backends built so far that can list them."""
+        """Provider jobs still running on the backends built so far."""
         return [item for backend in self.listing_backends() for item in self.list_active_on(backend)]
 
     def listing_backends(self) -> list[str]:
-        """The backends built so far that can list their active provider jobs, by name.
+        """The backends built so far, by name; every backend can list its active provider jobs.
 
         The reconciler asks each one separately (:meth:`list_active_on`), so a
         backend that is down or refuses the listing costs only its own orphans.
         """
-        return [
-            name for name, adapter in self._registry.built().items() if callable(getattr(adapter, "list_active", None))
-        ]
+        return list(self._registry.built())
 
     def list_active_on(self, backend: str) -> list[tuple[str, ComputeJobHandle]]:
         """(our job id, handle) of every provider job still running on ``backend``; raises what the adapter raised."""
-        lister = getattr(self._registry.built().get(backend), "list_active", None)
-        return list(lister()) if callable(lister) else []
+        adapter = self._registry.built().get(backend)
+        return list(adapter.list_active()) if adapter is not None else []
 
     def _adapter(self, backend: str) -> ComputeBackend:
         return self._registry.get(backend)

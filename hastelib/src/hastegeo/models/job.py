@@ -11,18 +11,27 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.compute.contract import ComputeJobHandle, Workload
+from hastegeo.compute.registry import backend_names
 from hastegeo.models.history import StatusEvent
 from hastegeo.models.paths import check_relative_path
 from hastegeo.models.states import JobState
 
-Workload = Literal["imagery", "training", "inference", "embedding", "artifacts"]
-BackendChoice = Literal["auto", "local", "azure_batch", "azure_ml"]
+
+def _known_backend(value: str) -> str:
+    """``auto`` or a backend some descriptor names (built in or installed): the list is never copied here."""
+    names = backend_names()
+    if value != "auto" and value not in names:
+        raise ValueError(f"must be 'auto' or one of {', '.join(repr(name) for name in names)}")
+    return value
+
+
+BackendChoice = Annotated[str, AfterValidator(_known_backend)]
 
 # A pydantic ``pattern`` runs on Rust's regex engine, where '$' is the end of the text ("x\n" fails).
 _ID = r"^[a-z0-9][a-z0-9-]{0,62}$"

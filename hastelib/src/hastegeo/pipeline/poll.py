@@ -227,7 +227,8 @@ class PollStep:
         assert job.handle is not None
         processor = deps.processors[job.workload]
         notes: list[str] = []
-        access = self._access(job, notes)
+        gone: list[str] = []  # why the provider could not serve a file: cleanup need not touch that node
+        access = self._access(job, notes, gone)
         try:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
@@ -241,7 +242,7 @@ class PollStep:
         # Follow-ons are created before the success is written, under keys
         # derived from this job: a crash and a retry find them, never twice.
         follow_ons = self._start_follow_ons(job, processor.follow_ons(job))
-        note = deps.service.cleanup(job.handle)
+        note = deps.service.cleanup(job.handle, gone[0] if gone else None)
 
         def done(current: Job) -> Job | None:
             if current.state is not JobState.POSTPROCESSING:
@@ -288,7 +289,7 @@ class PollStep:
             lines.append(f"started follow-on {request.workload} job {accepted.job.id} on {accepted.job.backend}")
         return lines
 
-    def _access(self, job: Job, notes: list[str]) -> OutputAccess:
+    def _access(self, job: Job, notes: list[str], gone: list[str]) -> OutputAccess:
         assert job.handle is not None
         handle = job.handle
         container = self._blobs.get_container_client(handle.output.container)
@@ -314,14 +315,15 @@ class PollStep:
         unreadable: dict[str, str] = {}  # path → why neither copy could be read (both causes)
 
         def read(path: str) -> bytes | None:
-            def remember(line: str) -> None:
-                unreadable[path] = line
-
-            return self._deps.service.read_output(handle, path, fallback, remember)
-
-        def fallback(line: str) -> None:
-            notes.append(line)
-            meter.blob_fallback(job)
+            served = self._deps.service.read_output(handle, path)
+            for line, kept in ((served.fallback_note, notes), (served.unavailable_reason, gone)):
+                if line:
+                    kept.append(line)
+            if served.unreadable:
+                unreadable[path] = served.unreadable
+            if served.from_blob and served.data is not None:
+                meter.blob_fallback(job)
+            return served.data
 
         return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)
 

@@ -127,9 +127,10 @@ class SubmitStep:
             return None
         now = self._deps.clock()
         ids = ", ".join(f"{key}={value}" for key, value in sorted(handle.provider_ids.items()) if key != "notes")
-        # Adapters put what the operator should know about the submission (an
-        # environment created, local code uploaded) in the "notes" id.
-        notes = handle.provider_ids.get("notes")
+        # What the operator should know about the submission (an environment
+        # created, local code uploaded); handles stored before it had a field
+        # of its own carry it in the "notes" id.
+        notes = handle.notes or handle.provider_ids.get("notes")
         target = JobState.RUNNING if job.state is JobState.SUBMITTING else None
         return self._deps.event(
             job,

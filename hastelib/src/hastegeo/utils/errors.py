@@ -93,12 +93,19 @@ def describe_exception(exc: BaseException) -> str:
     trailer is stripped, secrets are redacted, and the line is capped in length.
     Project errors that wrap a provider error describe themselves by their message.
     """
-    code, message = _code_and_message(exc)
-    message = readable_message(message)
+    return describe_error(*_code_and_message(exc), fallback=type(exc).__name__)
+
+
+def describe_error(code: Any, message: Any, *, fallback: str = "error") -> str:
+    """:func:`describe_exception` for a code and message that arrived without an exception.
+
+    A streamed response's body or a run history's ``RootError`` carry the same
+    two facts as an SDK exception; adapters describe them with this one shim
+    instead of dressing them up as exceptions.
+    """
+    code, message = _text(code), readable_message(_text(message))
     line = f"{code}: {message}" if code and message else (code or message)
-    if not line:
-        line = type(exc).__name__
-    line = redact(line)
+    line = redact(line or fallback)
     if len(line) > _MAX_LEN:
         line = line[: _MAX_LEN - 1] + "…"
     return line

@@ -1,40 +1,47 @@
 """The Azure Batch backend: one Batch job with one task per submission, outputs carried by blob.
 
-Every SDK call goes through :func:`policy.call_with_retry` (the only retry
-owner: the client is built with ``retry_total=0``), and Azure exceptions
-are translated into the project's error tree only here, at the edge, with
-the original chained. Node reads are a best-effort first try: the task's
-state lives in the service and survives node loss, its files do not.
+Every SDK call goes through the one retry policy (:mod:`hastegeo.compute.retry`,
+the only retry owner: the client is built with ``retry_total=0``), and Azure
+exceptions are translated into the project's error tree only here, at the edge,
+with the original chained. Node reads are a best-effort first try: the task's
+state lives in the service and survives node loss, its files do not; a read
+that finds the node gone says so in its :class:`OutputRead`, and cleanup is
+told, so the decision travels with the data on whichever worker runs it.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
-from azure.batch import BatchClient  # noqa: TID251 - the one package allowed to import azure.batch
-from azure.batch.models._models import BatchJobTerminateOptions  # noqa: TID251
+from azure.batch import BatchClient
+from azure.batch.models._models import BatchJobTerminateOptions
 from azure.core.exceptions import AzureError
 
 from hastegeo.compute.azure_batch import taskspec
-from hastegeo.compute.azure_batch.naming import fingerprint, provider_id
-from hastegeo.compute.azure_batch.policy import RETRYABLE, ErrorKind, RetryBudget, call_with_retry, error_facts
+from hastegeo.compute.azure_batch.errors import BATCH_ERRORS
+from hastegeo.compute.azure_batch.naming import provider_id
 from hastegeo.compute.azure_batch.settings import AuthMode, BatchSettings
 from hastegeo.compute.azure_batch.status import CANCEL_REASON, task_view, to_status
 from hastegeo.compute.azure_batch.taskspec import JOB_ID_METADATA
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeStatus
+from hastegeo.compute.contract import (
+    ComputeBackend,
+    ComputeJobHandle,
+    ComputeJobSpec,
+    ComputeStatus,
+    OutputRead,
+)
+from hastegeo.compute.retry import RETRYABLE, ErrorKind, RetryBudget, RetryPolicy, error_facts
 from hastegeo.utils.errors import (
     BackendError,
     ConfigurationError,
     TerminalBackendError,
     TransientBackendError,
+    describe_error,
     describe_exception,
 )
 
@@ -44,10 +51,9 @@ T = TypeVar("T")
 CLEANUP_REASON = "HasteCleanup"
 _UNAVAILABLE = frozenset({ErrorKind.NODE_GONE, ErrorKind.NODE_TRANSITION, ErrorKind.NOT_FOUND})
 _STDERR_TAIL_BYTES = 4096
-_MEMO_SIZE = 1024
 
 
-class BatchBackend:
+class BatchBackend(ComputeBackend):
     """:class:`ComputeBackend` on Azure Batch. Build it with :func:`create`."""
 
     name: ClassVar[str] = "azure_batch"
@@ -67,10 +73,8 @@ class BatchBackend:
         self._blobs = blob_service
         self._blob_account_url = blob_account_url.rstrip("/")
         self._clock = clock
-        self._sleep = sleep
-        self._budget = RetryBudget(settings.retry_attempts, settings.retry_backoff_s, settings.retry_max_wait_s)
-        self._unavailable: OrderedDict[str, str] = OrderedDict()  # job id → why its node could not serve files
-        self._lock = threading.Lock()
+        budget = RetryBudget(settings.retry_attempts, settings.retry_backoff_s, settings.retry_max_wait_s)
+        self._retry = RetryPolicy(budget, BATCH_ERRORS, sleep)
 
     # -- ComputeBackend --------------------------------------------------------------
 
@@ -89,7 +93,7 @@ class BatchBackend:
             raise TerminalBackendError(f"No image for workload {spec.workload!r} (BATCH_IMAGES)", backend=self.name)
         job_id = provider_id(spec.name)
         task_id = job_id
-        digest = fingerprint(spec)
+        digest = spec.fingerprint()
         placement = taskspec.Placement(
             pool_id=pool_id,
             image=image,
@@ -123,8 +127,8 @@ class BatchBackend:
         tail = self._stderr_tail(handle) if view.failed and not cancelled else None
         return to_status(view, stderr_tail=tail, cancelled=cancelled)
 
-    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
-        """The file from the node, or None when the node cannot serve it (gone, mid-transition, no such file)."""
+    def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
+        """The file from the node, or no data when the node cannot serve it (gone, mid-transition, no such file)."""
         job_id, task_id = self._ids(handle)
         node_path = taskspec.node_file_path(path)
 
@@ -133,20 +137,16 @@ class BatchBackend:
 
         retried: list[BaseException] = []
         try:
-            return call_with_retry(
-                download, self._budget, self._sleep, what=f"read {node_path}", on_retry=retried.append
-            )
+            return OutputRead(data=self._retry.call(download, what=f"read {node_path}", on_retry=retried.append))
         except AzureError as exc:
-            kind = error_facts(exc).kind
+            kind = self._retry.kind(exc)
             if kind not in _UNAVAILABLE:
                 raise self._translate(exc, f"reading {path} of Batch task {task_id}") from exc
             # Keep the first cause too: "NodeNotReady: …" explains a later "NodeNotFound: …".
             causes = dict.fromkeys(self._describe(error).rstrip(".") for error in [*retried[:1], exc])
             reason = "; then ".join(causes)
             log.warning("Batch job %s: %s not readable from the node (%s)", job_id, path, reason)
-            if kind is not ErrorKind.NOT_FOUND:
-                self._remember_unavailable(job_id, reason)
-            return None
+            return OutputRead(data=None, unavailable_reason=None if kind is ErrorKind.NOT_FOUND else reason)
 
     def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
         """(our job id, handle) of every active Batch job this pipeline created, for the reconciler."""
@@ -163,7 +163,6 @@ class BatchBackend:
             handle = ComputeJobHandle(
                 backend=self.name,
                 provider_ids={"job_id": job.id, "task_id": job.id, "pool_id": getattr(job.pool_info, "pool_id", "")},
-                output=BlobLocation(container="", path=""),  # unknown here; cancel does not need it
                 submitted_at=job.creation_time or self._clock(),
             )
             active.append((ours, handle))
@@ -176,21 +175,21 @@ class BatchBackend:
         try:
             self._call("terminate task", lambda: self._client.terminate_task(job_id, task_id))
         except AzureError as exc:
-            if error_facts(exc).kind not in (ErrorKind.FINISHED, ErrorKind.NOT_FOUND):
+            if self._retry.kind(exc) not in (ErrorKind.FINISHED, ErrorKind.NOT_FOUND):
                 raise self._translate(exc, f"terminating Batch task {task_id}") from exc
 
-    def cleanup(self, handle: ComputeJobHandle) -> None:
-        """Delete the working directory (skipped when the node is gone), then always terminate THIS job.
+    def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> None:
+        """Delete the working directory (skipped when a read found the node gone), then always terminate THIS job.
 
         Never disables a job: each submission has its own, so nothing else shares it.
         """
         job_id, task_id = self._ids(handle)
-        if self.last_unavailable_reason(handle) is None:
+        if unavailable_reason is None:
             try:
                 self._call(
                     "delete working directory",
                     lambda: self._client.delete_task_file(job_id, task_id, taskspec.WORKDIR_ON_NODE, recursive=True),
-                    retryable=lambda exc: error_facts(exc).kind is ErrorKind.TRANSIENT,  # no waiting on a node
+                    retry_on={ErrorKind.TRANSIENT},  # no waiting on a node
                 )
             except AzureError as exc:  # best-effort: the task's retention time reclaims the disk
                 log.info("Batch job %s: working directory not deleted (%s)", job_id, self._describe(exc))
@@ -202,25 +201,17 @@ class BatchBackend:
         """Release the HTTP session (the registry's owner calls this at shutdown)."""
         self._client.close()
 
-    def last_unavailable_reason(self, handle: ComputeJobHandle) -> str | None:
-        """Why the node last could not serve this job's files (``NodeNotReady: …``), for the status history."""
-        job_id, _ = self._ids(handle)
-        with self._lock:
-            return self._unavailable.get(job_id)
-
     # -- internals -------------------------------------------------------------------
 
-    def _call(self, what: str, fn: Callable[[], T], retryable: Callable[[BaseException], bool] | None = None) -> T:
-        if retryable is None:
-            return call_with_retry(fn, self._budget, self._sleep, what=what)
-        return call_with_retry(fn, self._budget, self._sleep, retryable=retryable, what=what)
+    def _call(self, what: str, fn: Callable[[], T], retry_on: Collection[ErrorKind] = RETRYABLE) -> T:
+        return self._retry.call(fn, what=what, retry_on=retry_on)
 
     def _create_job(self, options: Any, digest: str) -> None:
         job_id = options.id
         try:
             self._call("create job", lambda: self._client.create_job(options))
         except AzureError as exc:
-            if error_facts(exc).kind is not ErrorKind.EXISTS:
+            if self._retry.kind(exc) is not ErrorKind.EXISTS:
                 raise
             job = self._call("get job", lambda: self._client.get_job(job_id))
             metadata = {item.name: item.value for item in (job.metadata or [])}
@@ -234,7 +225,7 @@ class BatchBackend:
         try:
             self._call("create task", lambda: self._client.create_task(job_id, task))
         except AzureError as exc:
-            if error_facts(exc).kind not in (ErrorKind.EXISTS, ErrorKind.FINISHED):
+            if self._retry.kind(exc) not in (ErrorKind.EXISTS, ErrorKind.FINISHED):
                 raise
             try:
                 existing = self._call("get task", lambda: self._client.get_task(job_id, task.id))
@@ -251,7 +242,7 @@ class BatchBackend:
         try:
             self._call("update job", lambda: self._client.update_job(job_id, taskspec.terminate_when_done()))
         except AzureError as exc:
-            if error_facts(exc).kind is not ErrorKind.FINISHED:  # already completed: nothing left to switch
+            if self._retry.kind(exc) is not ErrorKind.FINISHED:  # already completed: nothing left to switch
                 raise
 
     def _terminated_by_cancel(self, job_id: str) -> bool:
@@ -266,7 +257,7 @@ class BatchBackend:
                 "terminate job", lambda: self._client.begin_terminate_job(job_id, options, polling_interval=2)
             )
         except AzureError as exc:
-            if error_facts(exc).kind in (ErrorKind.FINISHED, ErrorKind.NOT_FOUND):
+            if self._retry.kind(exc) in (ErrorKind.FINISHED, ErrorKind.NOT_FOUND):
                 return
             raise self._translate(exc, f"terminating Batch job {job_id}") from exc
         # The poller hides its own failures: look at its status instead of trusting silence.
@@ -284,17 +275,10 @@ class BatchBackend:
         except Exception as exc:  # best-effort: a missing log must not hide the failure itself
             log.info("stderr of %s not readable from blob (%s)", blob_name, describe_exception(exc))
             try:
-                data = self.read_output(handle, "logs/stderr.txt") or b""
+                data = self.read_output(handle, "logs/stderr.txt").data or b""
             except BackendError:
                 return None
         return data[-_STDERR_TAIL_BYTES:].decode("utf-8", errors="replace") or None
-
-    def _remember_unavailable(self, job_id: str, reason: str) -> None:
-        with self._lock:
-            self._unavailable[job_id] = reason
-            self._unavailable.move_to_end(job_id)
-            while len(self._unavailable) > _MEMO_SIZE:
-                self._unavailable.popitem(last=False)
 
     def _ids(self, handle: ComputeJobHandle) -> tuple[str, str]:
         job_id, task_id = handle.provider_ids.get("job_id"), handle.provider_ids.get("task_id")
@@ -307,21 +291,13 @@ class BatchBackend:
         """``Code: message`` without the RequestId trailer, also for streamed errors (code in the body)."""
         facts = error_facts(exc)
         if facts.code and facts.body_message and getattr(exc, "error", None) is None:
-            return describe_exception(_BodyError(facts.code, facts.body_message))
+            return describe_error(facts.code, facts.body_message)
         text = describe_exception(exc)
         return text if not facts.code or text.startswith(facts.code) else f"{facts.code}: {text}"
 
     def _translate(self, exc: BaseException, what: str) -> BackendError:
-        cls = TransientBackendError if error_facts(exc).kind in RETRYABLE else TerminalBackendError
+        cls = TransientBackendError if self._retry.kind(exc) in RETRYABLE else TerminalBackendError
         return cls(f"{what}: {self._describe(exc)}", backend=self.name)
-
-
-class _BodyError(Exception):
-    """The shape :func:`describe_exception` reads (``.error.code``/``.error.message``), built from a body."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.error = SimpleNamespace(code=code, message=message)
 
 
 def create(context: BackendContext) -> BatchBackend:

@@ -1,12 +1,9 @@
-"""Deterministic Batch ids and the fingerprint that proves a job is ours. Pure."""
+"""Deterministic Batch ids. Pure."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-
-from hastegeo.compute.contract import ComputeJobSpec
 
 MAX_ID = 64
 PREFIX = "haste-"
@@ -29,17 +26,3 @@ def provider_id(name: str, prefix: str = PREFIX) -> str:
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:10]
     room = MAX_ID - len(prefix) - len(digest) - 1
     return f"{prefix}{clean[:room].rstrip('-_')}-{digest}"
-
-
-def fingerprint(spec: ComputeJobSpec) -> str:
-    """A stable digest of what makes a submission *this* submission (stored in job metadata and task env)."""
-    identity = {
-        "jobId": spec.job_id,
-        "name": spec.name,
-        "workload": spec.workload,
-        "argv": list(spec.argv),
-        "image": spec.image,
-        "output": [spec.output.container, spec.output.path],
-    }
-    encoded = json.dumps(identity, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    return hashlib.sha256(encoded).hexdigest()[:32]

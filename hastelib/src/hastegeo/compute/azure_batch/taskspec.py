@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote
 
-from azure.batch import models  # noqa: TID251 - this package is the one place azure.batch is imported
+from azure.batch import models
 
 from hastegeo.compute.contract import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, ComputeJobSpec, InputFile
 from hastegeo.utils.errors import TerminalBackendError

@@ -10,7 +10,7 @@ their compute is gone. Every SDK call goes through one retry budget
 
 What a submit decided that users should see — an Environment created on the
 fly, a run that uses a local code snapshot — is logged, kept in the handle's
-``provider_ids["notes"]``, and written with the code hash to
+``notes``, and written with the code hash to
 ``logs/azure_ml_submission.json`` under the job's output prefix.
 """
 
@@ -27,24 +27,37 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from hastegeo.compute.azure_ml.client import ClientFactory, MLClientLike, create_ml_client
 from hastegeo.compute.azure_ml.entities import (
     TAG_FINGERPRINT,
+    TAG_JOB_ID,
     build_command_job,
     code_snapshot_hash,
     experiment_name,
-    fingerprint,
     inline_environment,
     job_name,
     source_description,
 )
 from hastegeo.compute.azure_ml.environments import ensure_registered
-from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, Kind, Retry, classify
+from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, Retry, classify
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
 from hastegeo.compute.azure_ml.status import TERMINAL_STATUSES, map_status, status_text
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeStatus
-from hastegeo.utils.errors import ConfigurationError, TerminalBackendError, TransientBackendError, describe_exception
+from hastegeo.compute.contract import (
+    ComputeBackend,
+    ComputeJobHandle,
+    ComputeJobSpec,
+    ComputeStatus,
+    OutputRead,
+)
+from hastegeo.compute.retry import ErrorKind
+from hastegeo.utils.errors import (
+    ConfigurationError,
+    TerminalBackendError,
+    TransientBackendError,
+    describe_error,
+    describe_exception,
+)
 
 if TYPE_CHECKING:
-    from azure.ai.ml.entities import Job  # noqa: TID251
+    from azure.ai.ml.entities import Job
     from azure.storage.blob import BlobServiceClient
 
 log = logging.getLogger(__name__)
@@ -54,10 +67,10 @@ CODE_WARNING = (
     "runs with a local code snapshot from AML_CODE_DIR (sha256 {hash}); it may not be reproducible from the image alone"
 )
 SUBMIT_HINT = f"{COORDINATES}, AML_COMPUTE, AML_DATASTORES and the environment settings"
-_NOT_FOUND = frozenset({Kind.NOT_FOUND})
+_NOT_FOUND = frozenset({ErrorKind.NOT_FOUND})
 
 
-class AzureMLBackend:
+class AzureMLBackend(ComputeBackend):
     name: ClassVar[str] = BACKEND
 
     def __init__(
@@ -107,10 +120,10 @@ class AzureMLBackend:
                     lambda: self._client.jobs.create_or_update(job),
                     action=f"submit job {name}",
                     hint=SUBMIT_HINT,
-                    passthrough=frozenset({Kind.CONFLICT}),
+                    passthrough=frozenset({ErrorKind.EXISTS}),
                 )
             except Exception as exc:
-                if classify(exc) is not Kind.CONFLICT:
+                if classify(exc) is not ErrorKind.EXISTS:
                     raise
                 existing = self._find(name)  # a concurrent attempt created it first
                 if existing is None:
@@ -125,10 +138,12 @@ class AzureMLBackend:
         }
         if self._code_hash:
             provider_ids["code_sha256"] = self._code_hash
-        if notes:
-            provider_ids["notes"] = "; ".join(notes)
         handle = ComputeJobHandle(
-            backend=BACKEND, provider_ids=provider_ids, output=spec.output, submitted_at=self._clock()
+            backend=BACKEND,
+            provider_ids=provider_ids,
+            output=spec.output,
+            submitted_at=self._clock(),
+            notes="; ".join(notes) or None,
         )
         self._record(handle, notes)
         return handle
@@ -141,7 +156,8 @@ class AzureMLBackend:
         status = status_text(job.status)
         return map_status(status, failure=self._failure(name) if status == "Failed" else None)
 
-    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+    def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
+        """The blob the job's output mount wrote: finished jobs stay readable after their compute is gone."""
         blob = self._blobs.get_blob_client(handle.output.container, handle.output.child(path))
         try:
             data: bytes = self._retry.run(
@@ -151,10 +167,10 @@ class AzureMLBackend:
                 passthrough=_NOT_FOUND,
             )
         except Exception as exc:
-            if classify(exc) is Kind.NOT_FOUND:
-                return None
+            if classify(exc) is ErrorKind.NOT_FOUND:
+                return OutputRead(data=None)
             raise
-        return data
+        return OutputRead(data=data)
 
     def cancel(self, handle: ComputeJobHandle) -> None:
         name = handle.provider_ids["job_name"]
@@ -170,7 +186,31 @@ class AzureMLBackend:
                 return
             raise
 
-    def cleanup(self, handle: ComputeJobHandle) -> None:
+    def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
+        """(our job id, handle) of every job in the workspace that carries our job-id tag and has not ended.
+
+        Jobs of other submitters (no ``haste_job_id`` tag, or another experiment
+        prefix) are never listed, so the reconciler cannot cancel them.
+        """
+        jobs = self._retry.run(lambda: list(self._client.jobs.list()), action="list jobs", hint=COORDINATES)
+        active: list[tuple[str, ComputeJobHandle]] = []
+        for job in jobs:
+            ours = (job.tags or {}).get(TAG_JOB_ID)
+            experiment = str(job.experiment_name or "")
+            if not ours or not job.name or not experiment.startswith(self._settings.experiment):
+                continue
+            if status_text(job.status) in TERMINAL_STATUSES:
+                continue
+            created = getattr(job.creation_context, "created_at", None)
+            handle = ComputeJobHandle(
+                backend=BACKEND,
+                provider_ids={"job_name": job.name, "experiment": experiment},
+                submitted_at=created if isinstance(created, datetime) else self._clock(),
+            )
+            active.append((str(ours), handle))
+        return active
+
+    def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> None:
         log.info(
             "Azure ML cleanup of %s: nothing to do (compute scales down by itself; the job record and its "
             "outputs on the datastore are kept)",
@@ -196,7 +236,7 @@ class AzureMLBackend:
                 self._registered = outcome.reference
             return f"azureml:{self._registered}", self._registered
 
-    def _get(self, name: str, passthrough: frozenset[Kind] = frozenset()) -> Job:
+    def _get(self, name: str, passthrough: frozenset[ErrorKind] = frozenset()) -> Job:
         return self._retry.run(
             lambda: self._client.jobs.get(name), action=f"get job {name}", hint=COORDINATES, passthrough=passthrough
         )
@@ -205,13 +245,13 @@ class AzureMLBackend:
         try:
             return self._get(name, passthrough=_NOT_FOUND)
         except Exception as exc:
-            if classify(exc) is Kind.NOT_FOUND:
+            if classify(exc) is ErrorKind.NOT_FOUND:
                 return None
             raise
 
     def _verify_ours(self, job: Job, spec: ComputeJobSpec) -> None:
         found = (job.tags or {}).get(TAG_FINGERPRINT)
-        if found != fingerprint(spec):
+        if found != spec.fingerprint():
             raise TerminalBackendError(
                 f"An Azure ML job named {job.name} exists but was not submitted for this job spec "
                 f"(fingerprint {found or 'missing'}); refusing to bind to it",
@@ -226,7 +266,7 @@ class AzureMLBackend:
             error = getattr(getattr(details, "error", None), "error", None)
             if error is None:
                 return None
-            return describe_exception(_Described(error))
+            return describe_error(getattr(error, "code", None), getattr(error, "message", None))
         except Exception as exc:
             log.info("Azure ML job %s failed; its error details could not be read: %s", name, describe_exception(exc))
             return None
@@ -247,14 +287,6 @@ class AzureMLBackend:
             action=f"record submission of {handle.provider_ids['job_name']}",
             hint="the storage settings (AzureWebJobsStorage, HASTE_OUTPUTS_CONTAINER)",
         )
-
-
-class _Described(Exception):
-    """Gives a run-history ``RootError`` (code, message) the shape :func:`describe_exception` reads."""
-
-    def __init__(self, error: Any) -> None:
-        super().__init__(getattr(error, "message", "") or "")
-        self.error = error
 
 
 def create(context: BackendContext, client_factory: ClientFactory | None = None) -> AzureMLBackend:

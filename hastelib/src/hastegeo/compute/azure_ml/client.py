@@ -1,23 +1,23 @@
 """The slice of ``MLClient`` the backend uses, and the one factory that builds the real one.
 
 The adapter and the CLI receive a client through :data:`ClientFactory`, so
-tests pass :class:`hastegeo.testing.aml_standin.StandInMLClient` (same
+tests pass :class:`hastegeo_dev.testing.aml_standin.StandInMLClient` (same
 surface, real SDK entities and exceptions) and never patch anything.
 
 Retries: the SDK's HTTP pipeline is built with ``retry_total=0`` so that one
-owner — :func:`hastegeo.compute.azure_ml.errors.with_retry` — spends one
+owner — :mod:`hastegeo.compute.retry` — spends one
 budget per call, and the queue's redelivery retries whole steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hastegeo.compute.azure_ml.settings import AmlSettings
 
 if TYPE_CHECKING:
-    from azure.ai.ml.entities import Compute, Datastore, Environment, Job, Workspace  # noqa: TID251
+    from azure.ai.ml.entities import Compute, Datastore, Environment, Job, Workspace
     from azure.core.credentials import TokenCredential
     from azure.core.polling import LROPoller
 
@@ -28,6 +28,8 @@ class JobsOps(Protocol):
     def get(self, name: str) -> Job: ...
 
     def begin_cancel(self, name: str, **kwargs: Any) -> LROPoller[None]: ...
+
+    def list(self, **kwargs: Any) -> Iterable[Job]: ...
 
 
 class EnvironmentsOps(Protocol):
@@ -86,7 +88,7 @@ def create_ml_client(settings: AmlSettings, credential: TokenCredential | None =
     ``connection_verify`` are how the loopback contract test points it at a
     test service).
     """
-    from azure.ai.ml import MLClient  # noqa: TID251 - the SDK costs ~1 s to import; only here
+    from azure.ai.ml import MLClient  # the SDK costs ~1 s to import; only here
 
     client: MLClientLike = MLClient(
         credential=credential or build_credential(settings),

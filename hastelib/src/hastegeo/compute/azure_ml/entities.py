@@ -13,16 +13,15 @@ other backend.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 from pathlib import Path
 from typing import Any
 
-from azure.ai.ml import Input, Output, command  # noqa: TID251
-from azure.ai.ml._utils._asset_utils import get_content_hash, get_ignore_file  # noqa: TID251
-from azure.ai.ml.entities import BuildContext, Environment  # noqa: TID251
-from azure.ai.ml.entities._builders.command import Command  # noqa: TID251
+from azure.ai.ml import Input, Output, command
+from azure.ai.ml._utils._asset_utils import get_content_hash, get_ignore_file
+from azure.ai.ml.entities import BuildContext, Environment
+from azure.ai.ml.entities._builders.command import Command
 
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
 from hastegeo.compute.contract import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, ComputeJobSpec
@@ -45,11 +44,6 @@ def job_name(spec: ComputeJobSpec) -> str:
     return name[:255]
 
 
-def fingerprint(spec: ComputeJobSpec) -> str:
-    """A short digest of the whole spec: a job that carries it was submitted for this spec."""
-    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:32]
-
-
 def datastore_uri(settings: AmlSettings, container: str, path: str, *, folder: bool) -> str:
     """``azureml://datastores/<datastore>/paths/<path>`` for a blob (or a prefix when ``folder``)."""
     relative = path.strip("/")
@@ -65,7 +59,7 @@ def experiment_name(settings: AmlSettings, spec: ComputeJobSpec) -> str:
 
 def job_tags(spec: ComputeJobSpec, code_hash: str | None) -> dict[str, str]:
     """The spec's labels (project, job, workload) plus our job id, fingerprint and code hash."""
-    tags = {**spec.labels, TAG_JOB_ID: spec.job_id, TAG_FINGERPRINT: fingerprint(spec)}
+    tags = {**spec.labels, TAG_JOB_ID: spec.job_id, TAG_FINGERPRINT: spec.fingerprint()}
     if code_hash:
         tags[TAG_CODE_HASH] = code_hash
     return tags

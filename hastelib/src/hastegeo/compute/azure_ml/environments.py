@@ -14,17 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from azure.ai.ml.entities import Environment  # noqa: TID251
+from azure.ai.ml.entities import Environment
 
 from hastegeo.compute.azure_ml.client import MLClientLike
 from hastegeo.compute.azure_ml.entities import TAG_SOURCE, environment_definition, source_description
-from hastegeo.compute.azure_ml.errors import BACKEND, Kind, Retry, is_not_found
+from hastegeo.compute.azure_ml.errors import BACKEND, Retry, is_not_found
 from hastegeo.compute.azure_ml.settings import AmlSettings, parse_environment_reference
+from hastegeo.compute.retry import ErrorKind
 from hastegeo.utils.errors import TerminalBackendError
 
 Action = Literal["exists", "created", "updated", "unchanged"]
 HINT = "AML_ENVIRONMENT (name:version or name@label) and AML_IMAGE / AML_BUILD_CONTEXT"
-_GET_PASSTHROUGH = frozenset({Kind.NOT_FOUND})
+_GET_PASSTHROUGH = frozenset({ErrorKind.NOT_FOUND})
 
 
 @dataclass(frozen=True)

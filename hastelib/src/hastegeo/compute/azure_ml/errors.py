@@ -1,88 +1,52 @@
-"""The one place that decides what an Azure ML error means, and the one retry loop.
+"""What an Azure ML error means, and the project error it becomes; retries are :mod:`hastegeo.compute.retry`'s.
 
-:func:`classify` is pure: it looks at the exception only. Order matters,
-because azure-ai-ml's ``MlException`` and azure-core's ``HttpResponseError``
-both derive from ``AzureError``:
-
-1. an ``MlException`` caused (``__cause__`` chain) by a connection error is
-   transient (a code upload that lost its connection arrives as an
-   ``AssetException`` whose cause is a ``ServiceRequestError``);
-2. ``HttpResponseError`` by status: 408/429/5xx transient, 404 not found,
-   409 conflict, anything else (400, 401, 403, …) terminal;
-3. ``ServiceRequestError`` (never sent) and ``ServiceResponseError`` (sent,
-   no answer) transient: every call we repeat is idempotent (PUT by name,
-   GET, cancel);
-4. any other ``MlException`` is client-side validation: terminal, except a
-   ``ValidationException`` of type ``RESOURCE_NOT_FOUND`` (what
-   ``environments.get(name, label=…)`` raises for a missing asset).
+Azure ML errors are read by HTTP status (408/429/5xx transient, 404 not
+found, 409 exists, 401/403 auth, anything else terminal) and by the cause
+chain: a code upload that lost its connection arrives as an ``AssetException``
+caused by a ``ServiceRequestError``, which is transient. A client-side
+``ValidationException`` of type ``RESOURCE_NOT_FOUND`` (what
+``environments.get(name, label=…)`` raises for a missing asset) is not found;
+any other client-side error is terminal.
 
 :func:`translate` turns an error into the project's tree with a message that
-names the setting to fix; :func:`with_retry` spends one budget on transient
-errors, sleeping through the injected sleeper, and then raises
-:class:`TransientBackendError` chained to the original.
+names the setting to fix; :class:`Retry` runs a call under the one retry
+policy and translates what it re-raises, chained to the original.
 """
 
 from __future__ import annotations
 
-import enum
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from azure.ai.ml.exceptions import MlException, ValidationErrorType, ValidationException  # noqa: TID251
-from azure.core.exceptions import (
-    ClientAuthenticationError,
-    HttpResponseError,
-    ServiceRequestError,
-    ServiceResponseError,
-)
+from azure.ai.ml.exceptions import ValidationErrorType, ValidationException
 
+from hastegeo.compute.retry import Classifier, ErrorKind, RetryBudget, RetryPolicy
 from hastegeo.utils.errors import BackendError, TerminalBackendError, TransientBackendError, describe_exception
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 BACKEND = "azure_ml"
-
 COORDINATES = "AML_SUBSCRIPTION_ID, AML_RESOURCE_GROUP and AML_WORKSPACE"
-_CONNECTION = (ServiceRequestError, ServiceResponseError)
+MAX_WAIT_S = 60.0  # a Retry-After longer than this is not waited for within one call
 
 
-class Kind(enum.Enum):
-    TRANSIENT = "transient"
-    NOT_FOUND = "not_found"
-    CONFLICT = "conflict"
-    AUTH = "auth"
-    TERMINAL = "terminal"
-
-
-def classify(exc: BaseException) -> Kind:
-    """What retrying ``exc`` could achieve. Pure; never raises."""
-    if isinstance(exc, MlException) and any(isinstance(cause, _CONNECTION) for cause in _causes(exc)):
-        return Kind.TRANSIENT
-    if isinstance(exc, ClientAuthenticationError):
-        return Kind.AUTH
-    if isinstance(exc, HttpResponseError):
-        status = exc.status_code
-        if status in (408, 429) or (status is not None and status >= 500):
-            return Kind.TRANSIENT
-        if status == 404:
-            return Kind.NOT_FOUND
-        if status == 409:
-            return Kind.CONFLICT
-        if status in (401, 403):
-            return Kind.AUTH
-        return Kind.TERMINAL
-    if isinstance(exc, _CONNECTION):
-        return Kind.TRANSIENT
+def _client_side(exc: BaseException) -> ErrorKind | None:
     if isinstance(exc, ValidationException) and exc.error_type is ValidationErrorType.RESOURCE_NOT_FOUND:
-        return Kind.NOT_FOUND
-    return Kind.TERMINAL
+        return ErrorKind.NOT_FOUND
+    return None
+
+
+AML_ERRORS = Classifier(special=_client_side)
+
+
+def classify(exc: BaseException) -> ErrorKind:
+    """What retrying ``exc`` could achieve. Pure; never raises."""
+    return AML_ERRORS.kind(exc)
 
 
 def is_not_found(exc: BaseException) -> bool:
-    return classify(exc) is Kind.NOT_FOUND
+    return classify(exc) is ErrorKind.NOT_FOUND
 
 
 def translate(exc: BaseException, *, action: str, hint: str) -> BackendError:
@@ -93,59 +57,18 @@ def translate(exc: BaseException, *, action: str, hint: str) -> BackendError:
     """
     kind = classify(exc)
     described = describe_exception(exc)
-    if kind is Kind.TRANSIENT:
+    if kind is ErrorKind.TRANSIENT:
         return TransientBackendError(f"Azure ML {action}: temporarily unavailable ({described})", backend=BACKEND)
-    if kind is Kind.AUTH:
+    if kind is ErrorKind.AUTH:
         fix = (
             "the identity could not authenticate or lacks access to the workspace: check AML_IDENTITY_MODE "
             f"(and AML_MANAGED_IDENTITY_CLIENT_ID) and the identity's role on {COORDINATES}"
         )
-    elif kind is Kind.NOT_FOUND:
+    elif kind is ErrorKind.NOT_FOUND:
         fix = f"not found: check {hint}"
     else:
         fix = f"rejected: check {hint}"
     return TerminalBackendError(f"Azure ML {action} {fix} ({described})", backend=BACKEND)
-
-
-def with_retry(
-    call: Callable[[], T],
-    *,
-    action: str,
-    hint: str,
-    attempts: int,
-    delay_s: float,
-    sleep: Callable[[float], None],
-    passthrough: frozenset[Kind] = frozenset(),
-) -> T:
-    """Run ``call``; on a transient error try again, at most ``attempts`` calls in all.
-
-    Errors whose kind is in ``passthrough`` are re-raised unchanged for the
-    caller to handle (e.g. ``NOT_FOUND`` on a get that precedes a create).
-
-    Raises:
-        TransientBackendError: the budget ran out (chained to the last error).
-        TerminalBackendError: retrying cannot help (chained to the error).
-    """
-    for attempt in range(1, attempts + 1):
-        try:
-            return call()
-        except Exception as exc:
-            kind = classify(exc)
-            if kind in passthrough:
-                raise
-            if kind is not Kind.TRANSIENT or attempt == attempts:
-                raise translate(exc, action=action, hint=hint) from exc
-            wait = delay_s * 2 ** (attempt - 1)
-            log.warning(
-                "Azure ML %s: transient error (attempt %d/%d), retrying in %.1fs: %s",
-                action,
-                attempt,
-                attempts,
-                wait,
-                describe_exception(exc),
-            )
-            sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @dataclass(frozen=True)
@@ -156,23 +79,22 @@ class Retry:
     delay_s: float = 1.0
     sleep: Callable[[float], None] = field(default=time.sleep)
 
-    def run(self, call: Callable[[], T], *, action: str, hint: str, passthrough: frozenset[Kind] = frozenset()) -> T:
-        """:func:`with_retry` with this budget."""
-        return with_retry(
-            call,
-            action=action,
-            hint=hint,
-            attempts=self.attempts,
-            delay_s=self.delay_s,
-            sleep=self.sleep,
-            passthrough=passthrough,
-        )
+    def run(
+        self, call: Callable[[], T], *, action: str, hint: str, passthrough: frozenset[ErrorKind] = frozenset()
+    ) -> T:
+        """Run ``call`` under the one retry policy (transient errors retried, ``Retry-After`` honoured).
 
+        Errors whose kind is in ``passthrough`` are re-raised unchanged for the
+        caller to handle (e.g. ``NOT_FOUND`` on a get that precedes a create).
 
-def _causes(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    current = exc.__cause__ or exc.__context__
-    while current is not None and current not in chain and len(chain) < 10:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
+        Raises:
+            TransientBackendError: the budget ran out (chained to the last error).
+            TerminalBackendError: retrying cannot help (chained to the error).
+        """
+        policy = RetryPolicy(RetryBudget(self.attempts, self.delay_s, MAX_WAIT_S), AML_ERRORS, self.sleep)
+        try:
+            return policy.call(call, what=f"Azure ML {action}")
+        except Exception as exc:
+            if classify(exc) in passthrough:
+                raise
+            raise translate(exc, action=action, hint=hint) from exc

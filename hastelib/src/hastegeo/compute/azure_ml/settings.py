@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from hastegeo.compute.contract import WORKLOADS
 from hastegeo.settings_base import CsvMap, Section
 from hastegeo.utils.errors import ConfigurationError
 
@@ -44,14 +45,8 @@ class EnvironmentSource(enum.StrEnum):
     BUILD_CONTEXT = "build_context"
 
 
-# Default compute cluster per workload; Create mode provisions clusters with these names.
-DEFAULT_COMPUTE: dict[str, str] = {
-    "imagery": "haste-cpu",
-    "training": "haste-gpu",
-    "inference": "haste-cpu",
-    "embedding": "haste-cpu",
-    "artifacts": "haste-cpu",
-}
+# Default compute cluster per workload (training on GPU); Create mode provisions clusters with these names.
+DEFAULT_COMPUTE: dict[str, str] = {name: "haste-gpu" if name == "training" else "haste-cpu" for name in WORKLOADS}
 
 # name:version, or name@label (Azure ML asset names: letters, digits, '-', '_', '.').
 _ENV_REFERENCE = re.compile(

@@ -2,12 +2,12 @@
 
 Submit stages the inputs from blob into the job's working directory and
 queues it; a small per-job supervisor (see :mod:`.supervisor`) runs the
-workload when a slot is free. When the workload has exited, the first
-``status`` call uploads ``outputs/**`` and ``logs/**`` to the job's blob
-prefix — the same layout Azure Batch output files produce — before it
-reports the end, so post-processing reads the same blobs on every backend.
-Uploading here rather than in the supervisor keeps the Azure SDK out of the
-process that starts for every job (see ADR 0002).
+workload when a slot is free. ``status`` only reports; once the workload has
+ended, :meth:`LocalBackend.collect_outputs` (the contract's explicit step, taken
+by the execution service before it reports an end) uploads ``outputs/**`` and
+``logs/**`` to the job's blob prefix — the layout Azure Batch output files
+produce — so post-processing reads the same blobs on every backend. Uploading
+here, not in the supervisor, keeps the Azure SDK out of the per-job process (ADR 0002).
 
 Storage may stop answering for a while. Staging and uploading go through a
 client of their own whose azure-core retry policy is the one owner of
@@ -22,8 +22,6 @@ supervisor, by a failed staging (the pipeline may stage again), or by
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import logging
 import os
 import shutil
@@ -32,7 +30,6 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
@@ -43,13 +40,15 @@ from azure.storage.blob import BlobClient, BlobServiceClient, ExponentialRetry
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
     BlobLocation,
+    ComputeBackend,
     ComputeJobHandle,
     ComputeJobSpec,
     ComputeState,
     ComputeStatus,
     InputFile,
+    OutputRead,
 )
-from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
+from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, write_json
 from hastegeo.utils.errors import (
     ConfigurationError,
     HasteError,
@@ -66,7 +65,7 @@ WATCH_INTERVAL_S = 0.05
 STAGING_FAILED = "staging"  # exit.json "stage" of a job whose inputs could not be staged
 
 
-class LocalBackend:
+class LocalBackend(ComputeBackend):
     name: ClassVar[str] = "local"
 
     def __init__(
@@ -98,11 +97,9 @@ class LocalBackend:
         with self._lock:
             return self._locks.setdefault(name, threading.Lock())
 
-    # -- the contract ---------------------------------------------------------------
-
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
         self._ensure_watcher()
-        fingerprint = _fingerprint(spec)
+        fingerprint = spec.fingerprint()
         job_dir = self._layout.job_dir(spec.name)
         state = self._layout.state(spec.name)
         handle = ComputeJobHandle(
@@ -114,7 +111,7 @@ class LocalBackend:
         (job_dir / "state").mkdir(parents=True, exist_ok=True)
         # One submission at a time per job, across threads and processes: a
         # concurrent duplicate waits, then binds to what the first one made.
-        with _file_lock(job_dir / "submit.lock"):
+        with file_lock(job_dir / "submit.lock"):
             existing = read_json(job_dir / "spec.json")
             if existing is not None and existing.get("fingerprint") != fingerprint:
                 raise TerminalBackendError(
@@ -174,7 +171,6 @@ class LocalBackend:
             return ComputeStatus(state=ComputeState.FAILED, reason="the local job's files are gone")
         ended = read_json(state / "exit.json")
         if ended is not None:
-            self._finalize(handle, name)
             return self._ended_status(name, ended)
         if self._layout.is_waiting(name):
             self._layout.admit()
@@ -188,21 +184,45 @@ class LocalBackend:
         ended = self._exit_or_gone(name)
         if ended is None:  # admitted meanwhile: it is starting
             return ComputeStatus(state=ComputeState.QUEUED)
-        self._finalize(handle, name)
         return self._ended_status(name, ended)
 
-    def read_output(self, handle: ComputeJobHandle, path: str) -> bytes | None:
-        work = self._layout.work(self._name(handle)).resolve()
-        target = (work / path).resolve()
-        if not target.is_relative_to(work):
-            return None
-        try:
-            return target.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
+    def collect_outputs(self, handle: ComputeJobHandle) -> None:
+        """Upload ``outputs/**`` and ``logs/**`` of an ended job once; a crash midway simply uploads again.
 
-    def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
-        """The file's bytes from ``offset`` on (at most 64 KiB), or None if it does not exist."""
+        Raises:
+            TransientBackendError: storage stayed unavailable past the transfer budget.
+        """
+        name = self._name(handle)
+        state = self._layout.state(name)
+        if not (state / "exit.json").exists() or (state / "uploaded").exists():
+            return  # not ended (or its files are gone), or uploaded already
+        work = self._layout.work(name)
+        container = self._blobs.get_container_client(handle.output.container)
+        with self._job_lock(name):
+            if (state / "uploaded").exists():
+                return
+            files = [p for folder in ("outputs", "logs") for p in sorted((work / folder).rglob("*")) if p.is_file()]
+            try:
+                for path in files:
+                    relative = path.relative_to(work).as_posix()
+                    if relative.startswith("logs/") and path.stat().st_size == 0:
+                        continue  # an empty stdout/stderr tells nobody anything
+                    with path.open("rb") as data:
+                        container.upload_blob(handle.output.child(relative), data, overwrite=True)
+            except AzureError as exc:
+                raise TransientBackendError(
+                    f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
+                ) from exc
+            (state / "uploaded").touch()
+
+    def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
+        """The file from the job's working directory (this machine); no data when it is not there."""
+        return OutputRead(data=self.read_output_tail(handle, path, 0, limit=-1))
+
+    def read_output_tail(
+        self, handle: ComputeJobHandle, path: str, offset: int, limit: int = TAIL_MAX_BYTES
+    ) -> bytes | None:
+        """The file's bytes from ``offset`` on (at most ``limit``; -1: all), or None if it does not exist."""
         work = self._layout.work(self._name(handle)).resolve()
         target = (work / path).resolve()
         if not target.is_relative_to(work):
@@ -210,7 +230,7 @@ class LocalBackend:
         try:
             with target.open("rb") as handle_file:
                 handle_file.seek(offset)
-                return handle_file.read(TAIL_MAX_BYTES)
+                return handle_file.read(limit)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
@@ -221,7 +241,7 @@ class LocalBackend:
             return
         (state / "cancel").touch()
         if self._layout.dequeue(name):
-            write_json(state / "exit.json", {"exitCode": None, "reason": "cancelled", "cancelled": True})
+            self._record_exit(name, "cancelled", cancelled=True)
             (self._layout.root / "exited" / name).touch()
             return
         running = read_json(state / "running.json")
@@ -245,7 +265,7 @@ class LocalBackend:
             active.append((str(spec["jobId"]), handle))
         return active
 
-    def cleanup(self, handle: ComputeJobHandle) -> None:
+    def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> None:
         """Delete the working directory once its files are safely in blob; keep the state."""
         name = self._name(handle)
         if (self._layout.state(name) / "uploaded").exists():
@@ -253,8 +273,6 @@ class LocalBackend:
 
     def close(self) -> None:
         self._stop.set()
-
-    # -- internals -------------------------------------------------------------------
 
     def _exit_or_gone(self, name: str) -> dict[str, object] | None:
         """The job's exit record; written here if its supervisor is gone without one. None: it is starting.
@@ -322,36 +340,6 @@ class LocalBackend:
         with target.open("wb") as handle:
             blob.download_blob().readinto(handle)
 
-    def _finalize(self, handle: ComputeJobHandle, name: str) -> None:
-        """Upload outputs/** and logs/** once; a crash midway simply uploads again."""
-        try:
-            self._upload(handle, name)
-        except AzureError as exc:
-            raise TransientBackendError(
-                f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
-            ) from exc
-
-    def _upload(self, handle: ComputeJobHandle, name: str) -> None:
-        state = self._layout.state(name)
-        if (state / "uploaded").exists():
-            return
-        with self._job_lock(name):
-            if (state / "uploaded").exists():
-                return
-            work = self._layout.work(name)
-            container = self._blobs.get_container_client(handle.output.container)
-            for folder in ("outputs", "logs"):
-                root = work / folder
-                if not root.exists():
-                    continue
-                for path in sorted(p for p in root.rglob("*") if p.is_file()):
-                    if folder == "logs" and path.stat().st_size == 0:
-                        continue  # an empty stdout/stderr tells nobody anything
-                    relative = path.relative_to(work).as_posix()
-                    with path.open("rb") as data:
-                        container.upload_blob(handle.output.child(relative), data, overwrite=True)
-            (state / "uploaded").touch()
-
     def _ended_status(self, name: str, ended: dict[str, object]) -> ComputeStatus:
         code = ended.get("exitCode")
         exit_code = code if isinstance(code, int) else None
@@ -392,20 +380,6 @@ class LocalBackend:
                         self._context.notify_exit(job_id)
                     except Exception:  # polling still finds the end; a nudge is an optimisation
                         log.warning("could not nudge the pipeline for job %s", job_id, exc_info=True)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _fingerprint(spec: ComputeJobSpec) -> str:
-    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:32]
 
 
 def transfer_retry() -> ExponentialRetry:

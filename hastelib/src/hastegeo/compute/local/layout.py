@@ -80,14 +80,8 @@ class LocalLayout:
         except (FileNotFoundError, ValueError):
             return None
 
-    @contextlib.contextmanager
-    def scheduler_lock(self) -> Iterator[None]:
-        with (self.root / "scheduler.lock").open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def scheduler_lock(self) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.root / "scheduler.lock")
 
     def admit(self) -> list[str]:
         """Start supervisors for waiting jobs while slots are free. Returns the names started.
@@ -132,6 +126,17 @@ class LocalLayout:
                 started.append(name)
                 free -= 1
         return started
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path``, across threads and processes."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def pid_alive(pid: int) -> bool:

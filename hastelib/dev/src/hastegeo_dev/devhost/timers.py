@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from azure.functions.timer import TimerRequest
 
-from hastegeo.devhost.functions import TimerSpec, invoke
+from hastegeo_dev.devhost.functions import TimerSpec, invoke
 
 log = logging.getLogger(__name__)
 

@@ -33,10 +33,10 @@ from azure.functions.queue import QueueMessage as TriggerMessage
 from azure.storage.queue import QueueClient
 from azure.storage.queue import QueueMessage as StorageMessage
 
-from hastegeo.devhost.functions import OutValue, QueueFunction, invoke
-from hastegeo.devhost.hostjson import QueueSettings
-from hastegeo.devhost.outputs import OutputSender
-from hastegeo.devhost.queue_policy import (
+from hastegeo_dev.devhost.functions import OutValue, QueueFunction, invoke
+from hastegeo_dev.devhost.hostjson import QueueSettings
+from hastegeo_dev.devhost.outputs import OutputSender
+from hastegeo_dev.devhost.queue_policy import (
     OnFailure,
     OnReceive,
     decode_body,
@@ -47,7 +47,7 @@ from hastegeo.devhost.queue_policy import (
     poll_delay,
     renewal_interval,
 )
-from hastegeo.devhost.storage import QueueClients
+from hastegeo_dev.devhost.storage import QueueClients
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import json
 from enum import Enum
 from typing import Any
 
-from hastegeo.devhost.hostjson import MessageEncoding
+from hastegeo_dev.devhost.hostjson import MessageEncoding
 
 POISON_SUFFIX = "-poison"
 MIN_POLL_DELAY = 0.1  # seconds; the Functions host also starts its back-off near 100 ms

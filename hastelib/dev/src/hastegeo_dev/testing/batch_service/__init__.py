@@ -8,11 +8,11 @@ Start it in-process::
     service.calls(job_id)                                      # requests per operation for one job
     service.stop()
 
-or as a process: ``python -m hastegeo.testing.batch_service --azurite "<connection string>"``.
+or as a process: ``python -m hastegeo_dev.testing.batch_service --azurite "<connection string>"``.
 """
 
-from hastegeo.testing.batch_service.faults import OPERATIONS, Faults
-from hastegeo.testing.batch_service.handler import API_VERSION
-from hastegeo.testing.batch_service.server import BatchTestService
+from hastegeo_dev.testing.batch_service.faults import OPERATIONS, Faults
+from hastegeo_dev.testing.batch_service.handler import API_VERSION
+from hastegeo_dev.testing.batch_service.server import BatchTestService
 
 __all__ = ["API_VERSION", "OPERATIONS", "BatchTestService", "Faults"]

@@ -1,4 +1,4 @@
-"""``python -m hastegeo.testing.batch_service``: run the Batch test service until interrupted."""
+"""``python -m hastegeo_dev.testing.batch_service``: run the Batch test service until interrupted."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import signal
 import sys
 import threading
 
-from hastegeo.testing.batch_service.server import BatchTestService
+from hastegeo_dev.testing.batch_service.server import BatchTestService
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hastegeo.testing.batch_service", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m hastegeo_dev.testing.batch_service", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
     parser.add_argument(
         "--azurite",

@@ -24,9 +24,9 @@ from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 from hastegeo.compute.contract import WORKLOADS
-from hastegeo.testing.batch_service.engine import Engine, Job, Task, now_iso
-from hastegeo.testing.batch_service.faults import NODE_NOT_FOUND, NODE_NOT_READY, Faults
-from hastegeo.testing.batch_service.handler import API_VERSION, Answer, BatchError, Handler
+from hastegeo_dev.testing.batch_service.engine import Engine, Job, Task, now_iso
+from hastegeo_dev.testing.batch_service.faults import NODE_NOT_FOUND, NODE_NOT_READY, Faults
+from hastegeo_dev.testing.batch_service.handler import API_VERSION, Answer, BatchError, Handler
 
 
 class BatchTestService:

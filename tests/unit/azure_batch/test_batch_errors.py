@@ -1,4 +1,4 @@
-"""The classification table and the retry policy, without a network and without sleeping."""
+"""Batch's classification table and the one retry policy, without a network and without sleeping."""
 
 from __future__ import annotations
 
@@ -14,13 +14,8 @@ from azure.core.exceptions import (
     ServiceResponseError,
 )
 
-from hastegeo.compute.azure_batch.policy import (
-    ErrorKind,
-    RetryBudget,
-    call_with_retry,
-    classify,
-    error_facts,
-)
+from hastegeo.compute.azure_batch.errors import BATCH_ERRORS
+from hastegeo.compute.retry import ErrorKind, RetryBudget, RetryPolicy, error_facts
 from hastegeo.utils.errors import describe_exception
 
 
@@ -87,15 +82,15 @@ def azure_error(cls: type[HttpResponseError], status: int, code: str, **headers:
     ],
 )
 def test_classification_table(code: str | None, status: int | None, kind: ErrorKind) -> None:
-    assert classify(code, status) is kind
+    assert BATCH_ERRORS.kind_of(code, status) is kind
 
 
 def test_the_code_wins_over_the_exception_class() -> None:
     # azure-batch raises ResourceExistsError for every 409, NodeNotReady included.
-    assert error_facts(azure_error(ResourceExistsError, 409, "NodeNotReady")).kind is ErrorKind.NODE_TRANSITION
-    assert error_facts(azure_error(ResourceExistsError, 409, "NodeStateInvalid")).kind is ErrorKind.NODE_TRANSITION
-    assert error_facts(azure_error(ResourceExistsError, 409, "TaskExists")).kind is ErrorKind.EXISTS
-    assert error_facts(azure_error(ResourceNotFoundError, 404, "NodeNotFound")).kind is ErrorKind.NODE_GONE
+    assert BATCH_ERRORS.kind(azure_error(ResourceExistsError, 409, "NodeNotReady")) is ErrorKind.NODE_TRANSITION
+    assert BATCH_ERRORS.kind(azure_error(ResourceExistsError, 409, "NodeStateInvalid")) is ErrorKind.NODE_TRANSITION
+    assert BATCH_ERRORS.kind(azure_error(ResourceExistsError, 409, "TaskExists")) is ErrorKind.EXISTS
+    assert BATCH_ERRORS.kind(azure_error(ResourceNotFoundError, 404, "NodeNotFound")) is ErrorKind.NODE_GONE
 
 
 def test_streamed_download_error_code_is_read_from_the_body() -> None:
@@ -103,18 +98,18 @@ def test_streamed_download_error_code_is_read_from_the_body() -> None:
     exc = ResourceExistsError(response=FakeResponse(409, batch_body("NodeNotReady")))
     exc.error = None  # what BatchExceptionPolicy leaves on a streamed response (body not read yet)
     facts = error_facts(exc)
-    assert (facts.code, facts.status, facts.kind) == ("NodeNotReady", 409, ErrorKind.NODE_TRANSITION)
+    assert (facts.code, facts.status, BATCH_ERRORS.kind(exc)) == ("NodeNotReady", 409, ErrorKind.NODE_TRANSITION)
 
 
 def test_head_errors_without_a_body_fall_back_to_the_status() -> None:
-    assert error_facts(HttpResponseError(response=FakeResponse(503))).kind is ErrorKind.TRANSIENT
-    assert error_facts(ResourceNotFoundError(response=FakeResponse(404))).kind is ErrorKind.NOT_FOUND
+    assert BATCH_ERRORS.kind(HttpResponseError(response=FakeResponse(503))) is ErrorKind.TRANSIENT
+    assert BATCH_ERRORS.kind(ResourceNotFoundError(response=FakeResponse(404))) is ErrorKind.NOT_FOUND
 
 
 def test_transport_failures_are_transient_pseudo_codes() -> None:
-    assert error_facts(ServiceRequestError("refused")).kind is ErrorKind.TRANSIENT
-    assert error_facts(ServiceResponseError("dropped")).kind is ErrorKind.TRANSIENT
-    assert error_facts(ValueError("not azure")).kind is ErrorKind.TERMINAL
+    assert BATCH_ERRORS.kind(ServiceRequestError("refused")) is ErrorKind.TRANSIENT
+    assert BATCH_ERRORS.kind(ServiceResponseError("dropped")) is ErrorKind.TRANSIENT
+    assert BATCH_ERRORS.kind(ValueError("not azure")) is ErrorKind.TERMINAL
 
 
 def test_retry_after_is_read_in_seconds_and_milliseconds() -> None:
@@ -146,7 +141,9 @@ class Flaky:
 def test_transient_errors_are_retried_with_exponential_waits_and_no_real_sleep() -> None:
     waits: list[float] = []
     fn = Flaky(azure_error(HttpResponseError, 503, "ServerBusy"), azure_error(ResourceExistsError, 409, "NodeNotReady"))
-    assert call_with_retry(fn, RetryBudget(attempts=4, backoff_s=0.5, max_wait_s=10), waits.append) == "ok"
+    assert (
+        RetryPolicy(RetryBudget(attempts=4, backoff_s=0.5, max_wait_s=10), BATCH_ERRORS, waits.append).call(fn) == "ok"
+    )
     assert fn.calls == 3
     assert waits == [0.5, 1.0]
 
@@ -157,7 +154,7 @@ def test_retry_after_is_honoured_and_capped() -> None:
         azure_error(HttpResponseError, 429, "TooManyRequests", **{"Retry-After": "3"}),
         azure_error(HttpResponseError, 429, "TooManyRequests", **{"Retry-After": "600"}),
     )
-    assert call_with_retry(fn, RetryBudget(attempts=3, backoff_s=1, max_wait_s=20), waits.append) == "ok"
+    assert RetryPolicy(RetryBudget(attempts=3, backoff_s=1, max_wait_s=20), BATCH_ERRORS, waits.append).call(fn) == "ok"
     assert waits == [3.0, 20.0]
 
 
@@ -166,7 +163,7 @@ def test_a_spent_budget_reraises_the_original_azure_exception() -> None:
     errors = [azure_error(HttpResponseError, 500, "InternalError") for _ in range(5)]
     fn = Flaky(*errors)
     with pytest.raises(HttpResponseError) as raised:
-        call_with_retry(fn, RetryBudget(attempts=3, backoff_s=1, max_wait_s=20), waits.append)
+        RetryPolicy(RetryBudget(attempts=3, backoff_s=1, max_wait_s=20), BATCH_ERRORS, waits.append).call(fn)
     assert raised.value is errors[2]  # the last attempt's own exception, not tenacity's RetryError
     assert fn.calls == 3
     assert len(waits) == 2
@@ -178,5 +175,5 @@ def test_non_retryable_codes_fail_at_once(code: str) -> None:
     waits: list[float] = []
     fn = Flaky(azure_error(ResourceExistsError, 409, code))
     with pytest.raises(ResourceExistsError):
-        call_with_retry(fn, RetryBudget(attempts=5), waits.append)
+        RetryPolicy(RetryBudget(attempts=5), BATCH_ERRORS, waits.append).call(fn)
     assert (fn.calls, waits) == (1, [])

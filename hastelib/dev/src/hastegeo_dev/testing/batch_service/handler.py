@@ -10,11 +10,11 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote
 
-from hastegeo.testing.batch_service import auth
-from hastegeo.testing.batch_service.engine import now_iso
+from hastegeo_dev.testing.batch_service import auth
+from hastegeo_dev.testing.batch_service.engine import now_iso
 
 if TYPE_CHECKING:
-    from hastegeo.testing.batch_service.server import BatchTestService
+    from hastegeo_dev.testing.batch_service.server import BatchTestService
 
 API_VERSION = "2025-06-01"
 JSON_TYPE = "application/json; odata=minimalmetadata"

@@ -1,4 +1,4 @@
-"""``python -m hastegeo.devhost``: run the Functions app locally until Ctrl-C / SIGTERM.
+"""``python -m hastegeo_dev.devhost``: run the Functions app locally until Ctrl-C / SIGTERM.
 
 Stands in for ``func start`` (Core Tools cannot be installed here). It does
 not start storage: start Azurite first and export the app settings. From a
@@ -6,10 +6,10 @@ shell, with Azurite on its default ports (10000 blob, 10001 queue)::
 
     npx azurite --skipApiVersionCheck --disableTelemetry --inMemoryPersistence &
     export AzureWebJobsStorage=UseDevelopmentStorage=true
-    python -m hastegeo.devhost --app function_app:app --port 7071 --host-json host.json
+    python -m hastegeo_dev.devhost --app function_app:app --port 7071 --host-json host.json
 
-From Python (ports picked by the OS), use ``hastegeo.devhost.azurite.Azurite``
-and ``hastegeo.devhost.host.DevHost`` together; see the ``host`` module.
+From Python (ports picked by the OS), use ``hastegeo_dev.devhost.azurite.Azurite``
+and ``hastegeo_dev.devhost.host.DevHost`` together; see the ``host`` module.
 
 It prints the base URL (``http://127.0.0.1:7071``) on stdout once serving,
 logs to stderr, and stops gracefully on SIGINT / SIGTERM.
@@ -27,15 +27,15 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from hastegeo.devhost.functions import DevHostError
-from hastegeo.devhost.host import DevHost
-from hastegeo.devhost.hostjson import HostJsonError
-from hastegeo.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES
-from hastegeo.devhost.queue_driver import DriverOptions
+from hastegeo_dev.devhost.functions import DevHostError
+from hastegeo_dev.devhost.host import DevHost
+from hastegeo_dev.devhost.hostjson import HostJsonError
+from hastegeo_dev.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES
+from hastegeo_dev.devhost.queue_driver import DriverOptions
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m hastegeo.devhost", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hastegeo_dev.devhost", description=__doc__.splitlines()[0])
     parser.add_argument("--app", default="function_app:app", help="module:attribute of the FunctionApp")
     parser.add_argument("--app-dir", default=".", help="directory put first on sys.path (the app's root)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Extra worker processes share the queues (each message goes to one of
     # them), so queue work is not limited to one interpreter's GIL.
     workers = [
-        subprocess.Popen([sys.executable, "-m", "hastegeo.devhost", *_worker_args(args)])
+        subprocess.Popen([sys.executable, "-m", "hastegeo_dev.devhost", *_worker_args(args)])
         for _ in range(max(0, args.worker_processes - 1) if not args.queues_only else 0)
     ]
     if not args.queues_only:

@@ -28,10 +28,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import azure.functions as func
 
-from hastegeo.devhost.cors import CorsPolicy, is_preflight
-from hastegeo.devhost.functions import HttpFunction, OutValue, invoke
-from hastegeo.devhost.outputs import OutputSender
-from hastegeo.devhost.routes import MethodNotAllowed, RouteTable
+from hastegeo_dev.devhost.cors import CorsPolicy, is_preflight
+from hastegeo_dev.devhost.functions import HttpFunction, OutValue, invoke
+from hastegeo_dev.devhost.outputs import OutputSender
+from hastegeo_dev.devhost.routes import MethodNotAllowed, RouteTable
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from hastegeo.devhost.functions import OutValue, QueueOutput
-from hastegeo.devhost.hostjson import MessageEncoding
-from hastegeo.devhost.queue_policy import encode_body
-from hastegeo.devhost.storage import QueueClients, resolve_connection
+from hastegeo_dev.devhost.functions import OutValue, QueueOutput
+from hastegeo_dev.devhost.hostjson import MessageEncoding
+from hastegeo_dev.devhost.queue_policy import encode_body
+from hastegeo_dev.devhost.storage import QueueClients, resolve_connection
 
 
 class OutputSender:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient
 
-from hastegeo.devhost.functions import DevHostError
+from hastegeo_dev.devhost.functions import DevHostError
 
 CONNECTION_TIMEOUT = 3.0
 READ_TIMEOUT = 10.0

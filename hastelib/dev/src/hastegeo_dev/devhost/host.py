@@ -6,8 +6,8 @@ triggers (``http_server``) and drives each queue trigger (``queue_driver``)
 with the semantics host.json declares. It starts no storage itself; the
 caller starts Azurite and sets the app settings first::
 
-    from hastegeo.devhost.azurite import Azurite
-    from hastegeo.devhost.host import DevHost
+    from hastegeo_dev.devhost.azurite import Azurite
+    from hastegeo_dev.devhost.host import DevHost
 
     with Azurite(in_memory=True) as azurite:
         os.environ["AzureWebJobsStorage"] = azurite.connection_string
@@ -26,14 +26,14 @@ from pathlib import Path
 from types import TracebackType
 
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, encode_principal, parse_dev_principal
-from hastegeo.devhost.cors import CorsPolicy
-from hastegeo.devhost.functions import AppFunctions, DevHostError, FunctionRegistry, discover, load_app
-from hastegeo.devhost.hostjson import HostConfig, load_host_config
-from hastegeo.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, DevHttpServer
-from hastegeo.devhost.outputs import OutputSender
-from hastegeo.devhost.queue_driver import DriverOptions, QueueDriver
-from hastegeo.devhost.storage import QueueClients, resolve_connection
-from hastegeo.devhost.timers import TimerDriver
+from hastegeo_dev.devhost.cors import CorsPolicy
+from hastegeo_dev.devhost.functions import AppFunctions, DevHostError, FunctionRegistry, discover, load_app
+from hastegeo_dev.devhost.hostjson import HostConfig, load_host_config
+from hastegeo_dev.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, DevHttpServer
+from hastegeo_dev.devhost.outputs import OutputSender
+from hastegeo_dev.devhost.queue_driver import DriverOptions, QueueDriver
+from hastegeo_dev.devhost.storage import QueueClients, resolve_connection
+from hastegeo_dev.devhost.timers import TimerDriver
 
 log = logging.getLogger(__name__)
 

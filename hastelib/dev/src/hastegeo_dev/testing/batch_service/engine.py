@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from hastegeo.testing.batch_service.faults import Faults
 from hastegeo.utils.errors import describe_exception
+from hastegeo_dev.testing.batch_service.faults import Faults
 
 _WALL_CLOCK = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
 DEFAULT_WALL_CLOCK_S = 7 * 86400.0

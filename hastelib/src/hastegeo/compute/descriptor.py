@@ -1,0 +1,67 @@
+"""What the app knows about a backend without building it: one :class:`BackendDescriptor` per adapter package.
+
+Standard library only: adapter packages export their descriptor from
+``__init__``, which the local backend's per-job supervisor also imports, and
+that process must start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hastegeo.compute.context import BackendContext
+    from hastegeo.compute.contract import ComputeBackend
+    from hastegeo.config import Settings
+
+BackendFactory = Callable[["BackendContext"], "ComputeBackend"]
+
+
+def _no_limits(settings: Settings, workloads: Iterable[str]) -> dict[str, str]:
+    return {}
+
+
+def _no_problem(settings: Settings) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class BackendDescriptor:
+    """What the app knows about a backend without building it.
+
+    ``limits(settings, workloads)``: workload → why the backend cannot run it
+    with these settings (what its ``submit`` would refuse), pure, so routing
+    and ``GET /api/backends`` agree with the adapter. ``enable_problem``: why
+    it must not be enabled at all with these settings (checked at start-up).
+    ``section``: the :class:`~hastegeo.config.Settings` section it reads.
+    """
+
+    name: str
+    factory: BackendFactory
+    section: str | None = None
+    limits: Callable[[Settings, Iterable[str]], dict[str, str]] = _no_limits
+    enable_problem: Callable[[Settings], str | None] = _no_problem
+
+    def workloads(self, settings: Settings, workloads: Iterable[str]) -> frozenset[str]:
+        """The workloads this backend can run with ``settings``."""
+        wanted = frozenset(workloads)
+        return wanted - frozenset(self.limits(settings, wanted))
+
+
+def lazy_factory(path: str) -> BackendFactory:
+    """A factory that imports ``module:callable`` on first use (keeps provider SDKs out of start-up)."""
+
+    def build(context: BackendContext) -> ComputeBackend:
+        module_name, _, attribute = path.partition(":")
+        try:
+            factory: BackendFactory = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            from hastegeo.utils.errors import ConfigurationError
+
+            raise ConfigurationError(f"Backend factory {path!r} cannot be loaded: {type(exc).__name__}: {exc}") from exc
+        return factory(context)
+
+    return build

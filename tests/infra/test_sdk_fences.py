@@ -1,0 +1,54 @@
+"""The provider SDK fences are structural: the folder decides, not a ``noqa`` on the line.
+
+``ruff`` reads the configuration nearest to a file: the root one bans every
+provider SDK, and each adapter folder's ``ruff.toml`` lifts the ban on its own
+SDK only. ``make lint`` runs the same ``ruff check``, so crossing a fence fails it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+COMPUTE = "hastelib/src/hastegeo/compute"
+
+
+def banned(path: str, source: str) -> bool:
+    """Whether ``ruff check`` reports a banned import (TID251) in ``source`` placed at ``path``."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--select", "TID251", "--stdin-filename", path, "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return "TID251" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("folder", "allowed", "refused"),
+    [
+        (f"{COMPUTE}/azure_batch", "azure.batch", "azure.ai.ml"),
+        (f"{COMPUTE}/azure_ml", "azure.ai.ml", "azure.batch"),
+    ],
+)
+def test_each_adapter_folder_may_import_its_own_sdk_only(folder: str, allowed: str, refused: str) -> None:
+    assert not banned(f"{folder}/probe.py", f"import {allowed}\n")
+    assert banned(f"{folder}/probe.py", f"import {refused}\n")
+
+
+@pytest.mark.parametrize("path", [f"{COMPUTE}/probe.py", f"{COMPUTE}/local/probe.py", "api/probe.py"])
+def test_no_provider_sdk_outside_its_adapter_folder(path: str) -> None:
+    assert banned(path, "import azure.batch\n")
+    assert banned(path, "from azure.ai.ml import MLClient\n")
+
+
+def test_no_adapter_file_silences_the_fence_line_by_line() -> None:
+    noqa = [p for p in (REPO / COMPUTE).rglob("*.py") if "noqa: TID251" in p.read_text(encoding="utf-8")]
+    assert noqa == []
