@@ -17,7 +17,7 @@ def _read_from_a_lost_node(rig: Rig, name: str) -> None:
     rig.service.faults.node_lost_after_completion(not_ready_calls=0)
     handle = backend.submit(rig.spec(name))
     rig.wait(handle)
-    assert backend.read_output(handle, "outputs/x.txt") is None
+    assert backend.read_output(handle, "outputs/x.txt").data is None
 
 
 def test_the_sdk_logs_a_traceback_for_the_expected_404_unless_quieted(
