@@ -12,7 +12,6 @@ OpenAPI document (``api.openapi``), and the fuzz suite holds them to it.
 from __future__ import annotations
 
 import logging
-import re
 
 import azure.functions as func
 
@@ -22,6 +21,7 @@ from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.compute.registry import backend_names
+from hastegeo.models.ids import is_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
@@ -54,7 +54,6 @@ class _Direct(func.Out[str]):
 
 
 DIRECT = _Direct()
-_JOB_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # fullmatch: '$' would let "id\n" through
 _MAX_PAGE = 200
 _INCLUDES = frozenset({"history"})
 
@@ -120,7 +119,7 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
     project = req.params.get("projectId", "")
     try:
         principal = caller(req, runtime.settings.auth, "jobs")
-        if not _JOB_ID.fullmatch(project):
+        if not is_id(project):
             return problem(400, "projectId is required", errors=[("projectId", "a project id is required")])
         require(can_read(principal, project), principal, req, "jobs", project)
     except Denied as denied:
@@ -158,7 +157,7 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
     job_id = req.route_params.get("id", "")
     try:
         principal = caller(req, runtime.settings.auth, "jobs/{id}")
-        if not _JOB_ID.fullmatch(job_id):
+        if not is_id(job_id):
             return problem(404, "Job not found")
         job = runtime.api.store.get(job_id)
         require(
@@ -188,7 +187,7 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
     route = "jobs/{id}/cancel"
     try:
         principal = caller(req, runtime.settings.auth, route)
-        if not _JOB_ID.fullmatch(job_id):
+        if not is_id(job_id):
             return problem(404, "Job not found")
         # A job's project never changes, so checking the stored job first is safe.
         project = runtime.api.store.get(job_id).project_id

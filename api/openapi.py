@@ -13,6 +13,7 @@ from typing import Any
 
 from hastegeo import __version__
 from hastegeo.compute.registry import backend_names
+from hastegeo.models.ids import ID_BODY, ID_PATTERN
 from hastegeo.models.job import INTERNAL_FIELDS, Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.processors import PROCESSORS
@@ -39,7 +40,7 @@ _LOCATION = {
     "Location": {
         "description": "The job's URL, /api/jobs/{id}",
         "required": True,
-        "schema": {"type": "string", "pattern": "^/api/jobs/[a-z0-9][a-z0-9-]{0,62}$"},
+        "schema": {"type": "string", "pattern": f"^/api/jobs/{ID_BODY}$"},
     }
 }
 _RETRY_AFTER = {
@@ -123,12 +124,11 @@ _AUTH_RESPONSES = {
     },
 }
 
-_ID_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$"
 _JOB_ID = {
     "name": "id",
     "in": "path",
     "required": True,
-    "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,62}$"},
+    "schema": {"type": "string", "pattern": ID_PATTERN},
 }
 
 
@@ -308,7 +308,7 @@ def openapi_document() -> dict[str, Any]:
                             "name": "projectId",
                             "in": "query",
                             "required": True,
-                            "schema": {"type": "string", "pattern": _ID_PATTERN},
+                            "schema": {"type": "string", "pattern": ID_PATTERN},
                         },
                         {
                             "name": "state",

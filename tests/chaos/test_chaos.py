@@ -196,7 +196,7 @@ def test_provider_outage_longer_than_the_retry_budget(own_azurite: Azurite, tmp_
         service.faults.fail("get_task", 503, "ServerBusy", times=10_000)
         for _ in range(5):  # five polls, each spending the whole retry budget
             current = runtime.store.get(job.id)
-            runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", attempt=current.poll_seq))
+            runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=current.poll_seq))
             clock.advance(60)
         during = runtime.store.get(job.id)
         assert during.state is JobState.RUNNING  # not failed while within its deadline
@@ -205,7 +205,7 @@ def test_provider_outage_longer_than_the_retry_budget(own_azurite: Azurite, tmp_
         assert notes[0].startswith("status check failed, will retry: reading Batch task")
         assert notes[0].endswith("ServerBusy: ServerBusy (injected)")
         clock.advance(600)
-        runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", attempt=runtime.store.get(job.id).poll_seq))
+        runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=runtime.store.get(job.id).poll_seq))
         final = runtime.store.get(job.id)
         assert final.state is JobState.FAILED
         assert final.reason == "did not finish before its deadline (600s)"

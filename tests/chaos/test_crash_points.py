@@ -70,7 +70,7 @@ def finish(runtime: Runtime, ids: list[str]) -> None:
         for job_id in ids:
             job = runtime.store.get(job_id)
             if not job.state.terminal:
-                deliver(runtime.poll.handle, JobMessage(job_id=job_id, kind="poll", attempt=job.poll_seq))
+                deliver(runtime.poll.handle, JobMessage(job_id=job_id, kind="poll", poll_seq=job.poll_seq))
         time.sleep(0.05)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import shutil
 import sys
 from collections.abc import Callable
@@ -12,20 +12,15 @@ from types import ModuleType
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / ".github" / "scripts" / "check_drift.py"
+SCRIPTS = REPO / ".github" / "scripts"
+SCRIPT = SCRIPTS / "check_drift.py"
 
 
 def load_drift() -> ModuleType:
-    """Import .github/scripts/check_drift.py (not a package) under the name ``check_drift``."""
-    if "check_drift" in sys.modules:
-        return sys.modules["check_drift"]
-    spec = importlib.util.spec_from_file_location("check_drift", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_drift"] = module
-    spec.loader.exec_module(module)
-    return module
+    """The drift check's package (``.github/scripts/settings_drift``), which re-exports what tests use."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    return importlib.import_module("settings_drift")
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ def drive(runtime: Runtime, job_id: str, timeout: float = 30.0) -> Job:
         job = runtime.store.get(job_id)
         if job.state.terminal:
             return job
-        runtime.poll.handle(JobMessage(job_id=job_id, kind="poll", attempt=job.poll_seq))
+        runtime.poll.handle(JobMessage(job_id=job_id, kind="poll", poll_seq=job.poll_seq))
         time.sleep(0.05)
     raise AssertionError(f"job {job_id} did not end within {timeout}s: {runtime.store.get(job_id).state}")
 

@@ -14,6 +14,7 @@ from hastegeo.compute.service import ExecutionService
 from hastegeo.config import load_settings
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import JobMessage
@@ -86,7 +87,8 @@ def with_blob_reader(runtime: Runtime, blobs: BlobServiceClient) -> Runtime:
             return None
 
     deps = dataclasses.replace(runtime.deps, service=ExecutionService(runtime.registry, read_blob))
-    return dataclasses.replace(runtime, deps=deps, poll=PollStep(deps, runtime.blobs, runtime.acceptor))
+    poll = PollStep(deps, OutputReader(runtime.blobs, deps.service), runtime.acceptor)
+    return dataclasses.replace(runtime, deps=deps, poll=poll)
 
 
 def test_node_gone_and_blob_read_failing_names_both_causes(

@@ -126,7 +126,7 @@ def test_a_lost_poll_chain_is_rearmed_and_duplicates_die(clocked: tuple[Runtime,
     drain(runtime)  # the chain's message is lost
     assert runtime.reconcile.run().rearmed == [job.id]
     seq = runtime.store.get(job.id).poll_seq
-    assert JobMessage(job_id=job.id, kind="poll", attempt=seq) in queued_messages(runtime, POLL_QUEUE)
+    assert JobMessage(job_id=job.id, kind="poll", poll_seq=seq) in queued_messages(runtime, POLL_QUEUE)
     assert drive(runtime, job.id).state is JobState.SUCCEEDED
 
 

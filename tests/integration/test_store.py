@@ -77,7 +77,37 @@ def test_update_propagates_illegal_transitions_and_writes_nothing(make_runtime: 
     with pytest.raises(IllegalTransitionError):
         store.update(job.id, lambda j: record(j, now=NOW, limit=50, message="x", source="t", state=JobState.SUCCEEDED))
     assert store.get(job.id).state is JobState.QUEUED
-    assert store.update(job.id, lambda j: None) == store.get(job.id)
+    assert store.update(job.id, lambda j: None).job == store.get(job.id)
+
+
+def test_update_says_whether_it_wrote_and_hands_back_the_new_version(make_runtime: RuntimeFactory) -> None:
+    store = make_runtime().store
+    job = new_job()
+    store.create(job)
+    first = store.read(job.id)
+    stored, etag = first  # a named pair that still unpacks
+    assert (stored, etag) == (first.job, first.etag)
+    assert stored == store.get(job.id)
+
+    skipped = store.update(job.id, lambda j: None, known=first)
+    assert not skipped.wrote
+    assert skipped.version == first
+
+    wrote = store.update(job.id, lambda j: j.model_copy(update={"last_error": "x"}), known=first)
+    assert wrote.wrote
+    assert wrote.etag != first.etag
+    assert wrote.version == store.read(job.id)  # the ETag is the stored one: a follow-up write saves a read
+
+    # A stale version costs one more read, and the change then sees the fresh document.
+    seen: list[str | None] = []
+
+    def note(current: Job) -> Job | None:
+        seen.append(current.last_error)
+        return None if current.last_error == "x" else current
+
+    stale = store.update(job.id, note, known=first)
+    assert seen == [None, "x"]  # the stale copy, then the fresh one after the ETag check failed
+    assert not stale.wrote
 
 
 def test_missing_job(make_runtime: RuntimeFactory) -> None:

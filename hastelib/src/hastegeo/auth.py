@@ -26,12 +26,13 @@ import base64
 import binascii
 import enum
 import json
-import re
 import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from hastegeo.models.ids import ID
 
 PRINCIPAL_HEADER = "X-MS-CLIENT-PRINCIPAL"
 MAX_HEADER_CHARS = 32 * 1024  # Easy Auth's principal for a user in many groups is a few KiB
@@ -44,7 +45,7 @@ OBJECT_ID_CLAIMS = ("http://schemas.microsoft.com/identity/claims/objectidentifi
 ROLE_CLAIMS = ("roles", "role", "http://schemas.microsoft.com/ws/2008/06/identity/claims/role")
 GROUP_CLAIMS = ("groups", "http://schemas.microsoft.com/ws/2008/06/identity/claims/groups")
 
-PROJECT_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # as JobRequest.project_id; use with fullmatch
+PROJECT_ID = ID  # as JobRequest.project_id; use with fullmatch
 _MAX_NAME = 200
 
 

@@ -28,6 +28,7 @@ from hastegeo.config import Settings, get_settings
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.control import CancelStep, PoisonStep
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.pipeline.submit import SubmitStep
@@ -198,7 +199,7 @@ def build_runtime(
         deps=deps,
         acceptor=acceptor,
         submit=SubmitStep(deps),
-        poll=PollStep(deps, blobs, acceptor),
+        poll=PollStep(deps, OutputReader(blobs, service), acceptor),
         cancel=CancelStep(deps),
         poison=PoisonStep(deps),
         upstream=UpstreamStep(deps, acceptor),

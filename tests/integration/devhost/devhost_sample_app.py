@@ -75,7 +75,7 @@ def build_app(prefix: str) -> tuple[func.FunctionApp, Recorder]:
     def hello(req: func.HttpRequest) -> func.HttpResponse:
         return func.HttpResponse("hello", headers={"X-Sample": "1"})
 
-    @app.route(route="items/{id:int}", methods=["GET", "POST"])
+    @app.route(route="items/{id}", methods=["GET", "POST"])
     def item(req: func.HttpRequest) -> func.HttpResponse:
         return _json(
             {

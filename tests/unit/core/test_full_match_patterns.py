@@ -17,13 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from api.http_routes import _JOB_ID
 from hastegeo.auth import PROJECT_ID
+from hastegeo.models.ids import ID
 from hastegeo.models.paths import check_relative_path
 from hastegeo_dev.devhost.routes import compile_route
 
 ROOT = Path(__file__).resolve().parents[3]
-SCANNED = [ROOT / "hastelib" / "src", ROOT / "api", ROOT / "function_app.py", ROOT / ".github" / "scripts"]
+SCANNED = [
+    ROOT / "hastelib" / "src",
+    ROOT / "hastelib" / "dev" / "src",
+    ROOT / "api",
+    ROOT / "function_app.py",
+    ROOT / ".github" / "scripts",
+]
 RE_FUNCTIONS = {"compile", "match", "search", "fullmatch", "sub", "subn", "split", "findall", "finditer"}
 
 
@@ -165,7 +171,7 @@ def test_the_scan_allows_pydantic_and_json_schema_patterns() -> None:
     ("accepts", "value"),
     [
         (lambda v: PROJECT_ID.fullmatch(v) is not None, "p1"),
-        (lambda v: _JOB_ID.fullmatch(v) is not None, "j1"),
+        (lambda v: ID.fullmatch(v) is not None, "j1"),
         (lambda v: compile_route("health").match(v) is not None, "/health"),
     ],
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hastegeo_dev.devhost.functions import discover
 from hastegeo_dev.devhost.routes import MethodNotAllowed, RouteError, RouteMatch, RouteTable, compile_route
 
 
@@ -16,23 +17,10 @@ from hastegeo_dev.devhost.routes import MethodNotAllowed, RouteError, RouteMatch
         ("jobs/{id}", "/api/jobs/a%20b", {"id": "a b"}),
         ("jobs/{id}", "/api/jobs/a%2Fb", {"id": "a/b"}),
         ("jobs/{id}/history", "/api/jobs/7/history", {"id": "7"}),
-        ("jobs/{id:int}", "/api/jobs/42", {"id": "42"}),
-        (
-            "jobs/{id:guid}",
-            "/api/jobs/0f8fad5b-d9cb-469f-a165-70867728950e",
-            {"id": "0f8fad5b-d9cb-469f-a165-70867728950e"},
-        ),
-        ("jobs/{id:regex(^j-[0-9]+$)}", "/api/jobs/j-12", {"id": "j-12"}),
-        ("jobs/{id:alpha:minlength(2)}", "/api/jobs/ab", {"id": "ab"}),
-        ("jobs/{id:range(1,10)}", "/api/jobs/10", {"id": "10"}),
         ("opt/{name?}", "/api/opt", {}),
         ("opt/{name?}", "/api/opt/x", {"name": "x"}),
-        ("opt/{name:int?}", "/api/opt/3", {"name": "3"}),
-        ("opt/{name=dflt}", "/api/opt", {"name": "dflt"}),
         ("files/{*path}", "/api/files/a/b/c.txt", {"path": "a/b/c.txt"}),
         ("files/{*path}", "/api/files", {}),
-        ("files/{name}.{ext}", "/api/files/report.tar.gz", {"name": "report", "ext": "tar.gz"}),
-        ("lit{{eral}}", "/api/lit{eral}", {}),  # literal braces are escaped as {{ }}
     ],
 )
 def test_templates_match(template: str, path: str, expected: dict[str, str] | None) -> None:
@@ -45,15 +33,8 @@ def test_templates_match(template: str, path: str, expected: dict[str, str] | No
         ("jobs/{id}", "/api/jobs"),
         ("jobs/{id}", "/api/jobs/1/2"),
         ("jobs/{id}", "/jobs/1"),
-        ("jobs/{id:int}", "/api/jobs/abc"),
-        ("jobs/{id:int}", "/api/jobs/99999999999"),
-        ("jobs/{id:long}", "/api/jobs/1.5"),
-        ("jobs/{id:bool}", "/api/jobs/yes"),
-        ("jobs/{id:guid}", "/api/jobs/not-a-guid"),
-        ("jobs/{id:regex(^j-[0-9]+$)}", "/api/jobs/x-12"),
-        ("jobs/{id:maxlength(2)}", "/api/jobs/abc"),
-        ("jobs/{id:length(2)}", "/api/jobs/abc"),
-        ("jobs/{id:min(5)}", "/api/jobs/4"),
+        ("jobs/{id}/cancel", "/api/jobs/1/other"),
+        ("opt/{name?}", "/api/opt/x/y"),
     ],
 )
 def test_templates_reject(template: str, path: str) -> None:
@@ -73,10 +54,15 @@ def test_empty_prefix_and_root_route() -> None:
         "jobs/id}",
         "jobs/{1id}",
         "jobs/{id:nosuch}",
-        "jobs/{id:regex(()}",
         "{*a}/b",
+        "{a?}/b",
         "a/{x}/{X}",
-        "a/{id:min(x)}",
+        # Features no route uses are refused, so the host never routes differently from production.
+        "jobs/{id:int}",
+        "jobs/{id:regex(^j-[0-9]+$)}",
+        "opt/{name=dflt}",
+        "files/{name}.{ext}",
+        "lit{{eral}}",
     ],
 )
 def test_malformed_templates_raise(template: str) -> None:
@@ -88,10 +74,9 @@ def test_literals_beat_parameters_beat_catch_alls() -> None:
     table: RouteTable[str] = RouteTable("api")
     table.add("items/{*rest}", None, "catch-all")
     table.add("items/{id}", ["GET"], "param")
-    table.add("items/{id:int}", ["GET"], "int")
     table.add("items/special", ["GET"], "literal")
     assert table.resolve("GET", "/api/items/special") == RouteMatch("literal", {})
-    assert table.resolve("GET", "/api/items/5") == RouteMatch("int", {"id": "5"})
+    assert table.resolve("GET", "/api/items/5") == RouteMatch("param", {"id": "5"})
     assert table.resolve("GET", "/api/items/x") == RouteMatch("param", {"id": "x"})
     assert table.resolve("GET", "/api/items/x/y") == RouteMatch("catch-all", {"rest": "x/y"})
 
@@ -105,3 +90,17 @@ def test_wrong_method_is_405_with_the_allowed_methods_and_unknown_is_none() -> N
     assert table.resolve("DELETE", "/api/jobs") == MethodNotAllowed(frozenset({"GET", "POST"}))
     assert table.resolve("PATCH", "/api/anything") == RouteMatch("any", {})
     assert table.resolve("GET", "/api/nothing") is None
+
+
+def test_every_route_of_the_app_compiles_and_resolves() -> None:
+    """The app's own routes are all the host needs to support."""
+    import function_app
+
+    table: RouteTable[str] = RouteTable("api")
+    routes = [function.route for function in discover(function_app.app).http]
+    for function in discover(function_app.app).http:
+        table.add(function.route, function.methods, function.route)
+    assert {"jobs", "jobs/{id}", "jobs/{id}/cancel"} <= set(routes)
+    assert table.resolve("GET", "/api/jobs/abc") == RouteMatch("jobs/{id}", {"id": "abc"})
+    assert table.resolve("POST", "/api/jobs/abc/cancel") == RouteMatch("jobs/{id}/cancel", {"id": "abc"})
+    assert table.resolve("POST", "/api/jobs") == RouteMatch("jobs", {})

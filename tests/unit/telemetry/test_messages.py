@@ -25,8 +25,9 @@ class PreviousJobMessage(BaseModel):
 
 
 def test_outside_a_trace_the_message_is_what_it_always_was() -> None:
-    text = JobMessage(job_id="j1", kind="poll", attempt=3).encode()
-    assert json.loads(text) == {"jobId": "j1", "kind": "poll", "attempt": 3}
+    wire = json.loads(JobMessage(job_id="j1", kind="poll", poll_seq=3).encode())
+    assert "traceparent" not in wire
+    assert (wire["jobId"], wire["kind"], wire["attempt"]) == ("j1", "poll", 3)
 
 
 def test_inside_a_span_the_message_carries_its_traceparent_and_the_previous_version_reads_it() -> None:
@@ -42,7 +43,7 @@ def test_inside_a_span_the_message_carries_its_traceparent_and_the_previous_vers
 
 def test_a_message_of_the_previous_version_is_read() -> None:
     message = JobMessage.model_validate_json('{"jobId": "j1", "kind": "poll", "attempt": 2}')
-    assert (message.traceparent, message.attempt) == (None, 2)
+    assert (message.traceparent, message.poll_seq) == (None, 2)
 
 
 def test_a_set_traceparent_is_kept_and_a_malformed_one_costs_only_the_link() -> None:

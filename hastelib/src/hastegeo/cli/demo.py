@@ -19,7 +19,7 @@ from typing import Any
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.main import print_event, print_job
+from hastegeo.cli.output import print_event, print_job
 from hastegeo.cli.stack import LocalStack
 
 PROJECT = "demo"

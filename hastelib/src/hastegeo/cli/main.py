@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hastegeo.cli.client import ApiClient, ApiError, CredentialToken
+from hastegeo.cli.output import print_event, print_job
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
@@ -51,19 +52,6 @@ def sign_in_credential() -> TokenCredential:
     from azure.identity import AzureCliCredential, ChainedTokenCredential, DeviceCodeCredential
 
     return ChainedTokenCredential(AzureCliCredential(), DeviceCodeCredential())
-
-
-def print_event(event: dict[str, Any]) -> None:
-    at = str(event.get("at", ""))[11:19]
-    print(f"  {at}  {event.get('state', ''):<16} {event.get('source', ''):<12} {event.get('message', '')}", flush=True)
-
-
-def print_job(job: dict[str, Any]) -> None:
-    print(f"job {job['id']}  {job['workload']}  on {job['backend']}  state: {job['state']}")
-    if job.get("reason"):
-        print(f"  reason: {job['reason']}")
-    for output in job.get("outputs", []):
-        print(f"  output: {output['blob']}  ({output['size']} bytes)")
 
 
 def _parse_inputs(values: Sequence[str]) -> list[dict[str, str]]:

@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from hastegeo.compute.contract import ComputeJobHandle, Workload
 from hastegeo.compute.registry import backend_names
 from hastegeo.models.history import StatusEvent
+from hastegeo.models.ids import ID_PATTERN
 from hastegeo.models.paths import check_relative_path
 from hastegeo.models.states import JobState
 
@@ -33,8 +34,6 @@ def _known_backend(value: str) -> str:
 
 BackendChoice = Annotated[str, AfterValidator(_known_backend)]
 
-# A pydantic ``pattern`` runs on Rust's regex engine, where '$' is the end of the text ("x\n" fails).
-_ID = r"^[a-z0-9][a-z0-9-]{0,62}$"
 _LABEL_KEY = re.compile(r"[A-Za-z0-9_.\-]{1,63}")
 
 
@@ -46,7 +45,7 @@ class JobInput(_Model):
     """One input: a blob in the inputs container, or the outputs of an earlier job."""
 
     blob: str | None = Field(None, description="Blob name in the inputs container.", max_length=1024)
-    job_id: str | None = Field(None, description="Use this job's outputs/ as input.", pattern=_ID)
+    job_id: str | None = Field(None, description="Use this job's outputs/ as input.", pattern=ID_PATTERN)
     dest: str | None = Field(None, description="Name under inputs/ (default: the blob's name).", max_length=256)
 
     @field_validator("blob", "dest")
@@ -65,7 +64,7 @@ class JobRequest(_Model):
     """The body of ``POST /api/jobs`` and of a ``jobs-requests`` queue message."""
 
     workload: Workload
-    project_id: str = Field(pattern=_ID, description="Project the job belongs to.")
+    project_id: str = Field(pattern=ID_PATTERN, description="Project the job belongs to.")
     backend: BackendChoice | None = Field(None, description="auto, or a backend name; default from settings.")
     inputs: list[JobInput] = Field(default_factory=list, max_length=500)
     parameters: dict[str, Any] = Field(default_factory=dict, description="Workload-specific parameters.")

@@ -55,7 +55,7 @@ class CancelStep:
                 state=JobState.CANCEL_REQUESTED,
             )
 
-        job = deps.store.update(job_id, change)
+        job = deps.store.update(job_id, change).job
         tracer.annotate(job)
         if ended[0]:
             ended_job(job)
@@ -108,7 +108,7 @@ class PoisonStep:
             )
 
         try:
-            job = deps.store.update(message.job_id, change)
+            job = deps.store.update(message.job_id, change).job
         except HasteError as exc:
             log.error(
                 "poison message for job %s could not be applied: %s",

@@ -39,23 +39,21 @@ def expire(deps: PipelineDeps, job: Job, source: str) -> bool:
     """
     if deps.clock() <= job.deadline_at:
         return False
-    ended = [False]
 
     def change(current: Job) -> Job | None:
-        ended[0] = not current.state.terminal and deps.clock() > current.deadline_at
-        if not ended[0]:
+        if current.state.terminal or deps.clock() <= current.deadline_at:
             return None
         reason = expiry_reason(current)
         return deps.event(current, f"failed: {reason}", source, JobState.FAILED, reason=reason)
 
-    updated = deps.store.update(job.id, change)
-    if ended[0]:
-        ended_job(updated, "deadline")
-    if ended[0] and updated.handle is not None:
+    update = deps.store.update(job.id, change)
+    if update.wrote:
+        ended_job(update.job, "deadline")
+    if update.wrote and update.job.handle is not None:
         try:
-            deps.service.cancel(updated.handle)
+            deps.service.cancel(update.job.handle)
         except HasteError as exc:  # the reconciler's orphan sweep tries again
             log.warning(
-                "cancel of expired job %s failed: %s", job.id, describe_exception(exc), extra=job_fields(updated)
+                "cancel of expired job %s failed: %s", job.id, describe_exception(exc), extra=job_fields(update.job)
             )
-    return ended[0]
+    return update.wrote

@@ -81,16 +81,14 @@ class PipelineDeps:
         ``reason_class`` says which kind of failure it is, for the metrics and the span.
         Returns True when this call ended it (another writer may have got there first).
         """
-        ended = [False]
 
         def change(job: Job) -> Job | None:
-            ended[0] = not job.state.terminal
-            return self.event(job, message, source, state, reason=reason) if ended[0] else None
+            return None if job.state.terminal else self.event(job, message, source, state, reason=reason)
 
-        job = self.store.update(job_id, change)
-        if ended[0]:
-            ended_job(job, reason_class)
-        return ended[0]
+        update = self.store.update(job_id, change)
+        if update.wrote:
+            ended_job(update.job, reason_class)
+        return update.wrote
 
     def trace_of(self, job_id: str) -> str | None:
         """The ``traceparent`` job ``job_id`` was accepted under (None without a job or a trace)."""

@@ -16,9 +16,6 @@ import logging
 import time
 from typing import Any
 
-from azure.core.exceptions import ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient
-
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.history import add_workload_events
 from hastegeo.models.job import Job, JobRequest
@@ -26,8 +23,9 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps, ended_job
+from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
-from hastegeo.processors.base import OutputAccess, PostprocessError
+from hastegeo.processors.base import PostprocessError
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -39,9 +37,9 @@ SOURCE = "poll"
 
 
 class PollStep:
-    def __init__(self, deps: PipelineDeps, blobs: BlobServiceClient, acceptor: JobAcceptor) -> None:
+    def __init__(self, deps: PipelineDeps, outputs: OutputReader, acceptor: JobAcceptor) -> None:
         self._deps = deps
-        self._blobs = blobs
+        self._outputs = outputs
         self._acceptor = acceptor
 
     def handle(self, message: JobMessage) -> None:
@@ -50,7 +48,7 @@ class PollStep:
             traceparent=message.traceparent,
             job_id=message.job_id,
             job_trace=self._deps.trace_of,
-            attributes={tracer.POLL_SEQ: message.attempt},
+            attributes={tracer.POLL_SEQ: message.poll_seq},
         ):
             self._handle(message)
 
@@ -60,12 +58,12 @@ class PollStep:
             version = deps.store.read(message.job_id)
         except JobNotFoundError:
             return
-        job = version[0]
+        job = version.job
         tracer.annotate(job)
         if job.state.terminal or job.handle is None:
             return
         chain = message.kind == "poll"
-        if chain and message.attempt != job.poll_seq:
+        if chain and message.poll_seq != job.poll_seq:
             return  # a duplicate or superseded chain message
         if job.state is JobState.POSTPROCESSING:
             self._finish(version)  # an earlier post-processing attempt did not complete
@@ -105,7 +103,7 @@ class PollStep:
 
     def _progress(self, version: Versioned, status: ComputeStatus, chain: bool) -> None:
         deps = self._deps
-        job = version[0]
+        job = version.job
         note = status.detail or ("running" if status.state is ComputeState.RUNNING else "waiting to start")
         seq = job.poll_seq
         assert job.handle is not None
@@ -113,7 +111,7 @@ class PollStep:
         lines, consumed = progress_lines(deps.service.read_output_tail(job.handle, path, job.progress_offset))
         if chain:
             deps.queues.send(
-                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=seq + 1), deps.poll_delay(seq + 1)
+                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=seq + 1), deps.poll_delay(seq + 1)
             )
 
         def change(current: Job) -> Job | None:
@@ -155,11 +153,11 @@ class PollStep:
     def _note(self, version: Versioned, message: str, chain: bool) -> None:
         """A transient problem: record it once, keep the chain alive."""
         deps = self._deps
-        job = version[0]
+        job = version.job
         seq = job.poll_seq
         if chain:
             deps.queues.send(
-                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=seq + 1), deps.poll_delay(seq + 1)
+                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=seq + 1), deps.poll_delay(seq + 1)
             )
 
         def change(current: Job) -> Job | None:
@@ -178,7 +176,7 @@ class PollStep:
 
     def _ended(self, version: Versioned, status: ComputeStatus) -> None:
         deps = self._deps
-        job = version[0]
+        job = version.job
         if status.state is ComputeState.CANCELLED:
             message = f"cancelled: {status.reason or 'by request'}"
             deps.end_job(job.id, JobState.CANCELLED, message, source=SOURCE, reason=status.reason)
@@ -191,11 +189,8 @@ class PollStep:
             return
         late = " (it completed before the cancellation took effect)" if job.state is JobState.CANCEL_REQUESTED else ""
 
-        moved = [False]  # did this call make the move? (the change may run more than once)
-
         def start(current: Job) -> Job | None:
-            moved[0] = current.state in (JobState.RUNNING, JobState.CANCEL_REQUESTED)
-            if not moved[0]:
+            if current.state not in (JobState.RUNNING, JobState.CANCEL_REQUESTED):
                 return None
             if status.detail and status.detail != current.detail:
                 # What happened since the last poll (a preemption, say) still deserves its line.
@@ -207,28 +202,28 @@ class PollStep:
                 state=JobState.POSTPROCESSING,
             )
 
-        version = deps.store.update_versioned(job.id, start, known=version)
-        if moved[0]:  # otherwise another delivery got there first and is finishing it
+        moved = deps.store.update(job.id, start, known=version)
+        if moved.wrote:  # otherwise another delivery got there first and is finishing it
             meter.workload_ended(job, deps.clock())
-            self._finish(version)
+            self._finish(moved.version)
 
     def _finish(self, version: Versioned) -> None:
         started = time.perf_counter()
-        with tracer.step_span("postprocess", traceparent=None, job_id=version[0].id, kind=tracer.INTERNAL):
-            tracer.annotate(version[0])
+        with tracer.step_span("postprocess", traceparent=None, job_id=version.job.id, kind=tracer.INTERNAL):
+            tracer.annotate(version.job)
             ended = self._postprocess(version)
         if ended:  # a duplicate delivery that found the job done is not a second post-processing
-            meter.postprocessed(version[0], time.perf_counter() - started)
+            meter.postprocessed(version.job, time.perf_counter() - started)
 
     def _postprocess(self, version: Versioned) -> bool:
         """Post-process; True when this call ended the job."""
         deps = self._deps
-        job = version[0]
+        job = version.job
         assert job.handle is not None
         processor = deps.processors[job.workload]
         notes: list[str] = []
         gone: list[str] = []  # why the provider could not serve a file: cleanup need not touch that node
-        access = self._access(job, notes, gone)
+        access = self._outputs.open(job.handle, notes.append, gone.append)
         try:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
@@ -265,17 +260,10 @@ class PollStep:
                 progress=1.0,
             )
 
-        succeeded = [False]  # did this call write the success? (the change may run more than once)
-
-        def done_once(current: Job) -> Job | None:
-            updated = done(current)
-            succeeded[0] = updated is not None
-            return updated
-
-        job = deps.store.update(job.id, done_once, known=version)
-        if succeeded[0]:
-            ended_job(job)
-        return succeeded[0]
+        finished = deps.store.update(job.id, done, known=version)
+        if finished.wrote:  # this call wrote the success (another delivery may have)
+            ended_job(finished.job)
+        return finished.wrote
 
     def _start_follow_ons(self, job: Job, requests: list[JobRequest]) -> list[str]:
         lines = []
@@ -288,44 +276,6 @@ class PollStep:
                 continue
             lines.append(f"started follow-on {request.workload} job {accepted.job.id} on {accepted.job.backend}")
         return lines
-
-    def _access(self, job: Job, notes: list[str], gone: list[str]) -> OutputAccess:
-        assert job.handle is not None
-        handle = job.handle
-        container = self._blobs.get_container_client(handle.output.container)
-
-        def blob_size(path: str) -> int | None:
-            try:
-                return int(container.get_blob_client(handle.output.child(path)).get_blob_properties().size)
-            except ResourceNotFoundError:
-                return None
-
-        cache: dict[str, bytes | None] = {}
-
-        def read_blob(path: str) -> bytes | None:
-            # Checks read the same small files more than once (manifest, then a
-            # workload's own check); read each blob once per post-processing.
-            if path not in cache:
-                try:
-                    cache[path] = container.download_blob(handle.output.child(path)).readall()
-                except ResourceNotFoundError:
-                    cache[path] = None
-            return cache[path]
-
-        unreadable: dict[str, str] = {}  # path → why neither copy could be read (both causes)
-
-        def read(path: str) -> bytes | None:
-            served = self._deps.service.read_output(handle, path)
-            for line, kept in ((served.fallback_note, notes), (served.unavailable_reason, gone)):
-                if line:
-                    kept.append(line)
-            if served.unreadable:
-                unreadable[path] = served.unreadable
-            if served.from_blob and served.data is not None:
-                meter.blob_fallback(job)
-            return served.data
-
-        return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)
 
     def _cleanup(self, job: Job) -> None:
         if job.handle is not None:

@@ -155,7 +155,7 @@ class ReconcileStep:
             job = deps.store.get(item.job_id)
             if not job.state.terminal:
                 with tracer.within(job.trace_parent):  # the re-armed chain continues the job's trace
-                    deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=job.poll_seq))
+                    deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq))
                 report.rearmed.append(job.id)
 
     def _expire(self, job_id: str, report: ReconcileReport) -> None:

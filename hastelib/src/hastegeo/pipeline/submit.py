@@ -53,7 +53,7 @@ class SubmitStep:
                 extra=job_fields(job_id=message.job_id),
             )
             return
-        job = version[0]
+        job = version.job
         tracer.annotate(job)
         if job.state.terminal:
             return
@@ -68,8 +68,8 @@ class SubmitStep:
         if expire(deps, job, SOURCE):
             return
 
-        version = deps.store.update_versioned(job.id, self._claim, known=version)
-        job = version[0]
+        version = deps.store.update(job.id, self._claim, known=version).version
+        job = version.job
         tracer.annotate(job)
         if job.state is not JobState.SUBMITTING:
             return
@@ -96,8 +96,9 @@ class SubmitStep:
             deps.end_job(job.id, JobState.FAILED, line, source=SOURCE, reason=cause, reason_class=kind)
             return
 
-        job = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version)
-        if job.handle == handle:
+        bound = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version)
+        job = bound.job
+        if bound.wrote:
             meter.job_started(job)
             tracer.annotate(job)
         if job.state is JobState.CANCEL_REQUESTED:
@@ -144,5 +145,5 @@ class SubmitStep:
 
     def _arm_poll(self, job: Job) -> None:
         self._deps.queues.send(
-            POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", attempt=job.poll_seq), self._deps.poll_delay(0)
+            POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq), self._deps.poll_delay(0)
         )

@@ -33,11 +33,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from hastegeo.models.ids import is_id
+
 TOKEN_MAX_CHARS = 256
 _VERSION = 1
 _MAC_BYTES = 16
 _SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}\.[A-Za-z0-9_-]{22}")  # fullmatch
-_JOB_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # fullmatch
 _MS_MAX = 10**13  # the store's index sorts times below this
 
 
@@ -96,7 +97,7 @@ def decode(token: str, bound_to: bytes, key: Callable[[], bytes]) -> Position:
         and type(created_ms) is int
         and 0 <= created_ms < _MS_MAX
         and isinstance(job_id, str)
-        and _JOB_ID.fullmatch(job_id)
+        and is_id(job_id)
     )
     if not valid:
         raise InvalidTokenError("is not a continuation token this version understands")

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
+from typing import NamedTuple
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -50,7 +51,29 @@ _TOKEN_KEY_BLOB = "keys/continuation-tokens"  # noqa: S105 - a blob name, not a 
 SCAN_LIMIT = 1000
 
 
-Versioned = tuple[Job, str]  # a job and the ETag it was read or written with
+class Versioned(NamedTuple):
+    """A job and the ETag it was read or written with (pass it back as ``known`` to save a read)."""
+
+    job: Job
+    etag: str
+
+
+@dataclass(frozen=True)
+class Update:
+    """What :meth:`JobStore.update` did: the job as stored now, its ETag, and whether this call wrote it.
+
+    ``wrote`` is False when the change said "nothing to do" for the current document
+    (another writer may have made the move first); callers branch on it instead of
+    keeping flags inside the change function, which may run more than once.
+    """
+
+    job: Job
+    etag: str
+    wrote: bool
+
+    @property
+    def version(self) -> Versioned:
+        return Versioned(self.job, self.etag)
 
 
 @dataclass(frozen=True)
@@ -110,7 +133,7 @@ class JobStore:
 
     def get(self, job_id: str) -> Job:
         """Raises JobNotFoundError."""
-        return self._read(job_id)[0]
+        return self._read(job_id).job
 
     def find(self, job_id: str) -> Job | None:
         try:
@@ -125,31 +148,25 @@ class JobStore:
         """
         return self._read(job_id)
 
-    def update(self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None = None) -> Job:
+    def update(self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None = None) -> Update:
         """Apply ``change`` to the stored job with optimistic concurrency.
 
         ``change`` gets the current job and returns the new one, or None for
-        "nothing to do" (then nothing is written and the current job is
-        returned). It may run several times, so it must be pure. Exceptions it
-        raises (e.g. an illegal transition) propagate unchanged. ``known`` is a
-        version the caller already read; if it is stale the write fails its
-        ETag check and the loop reads afresh.
+        "nothing to do" (then nothing is written, and the result holds the
+        current job with ``wrote=False``). It may run several times, so it must
+        be pure. Exceptions it raises (e.g. an illegal transition) propagate
+        unchanged. ``known`` is a version the caller already read; if it is
+        stale the write fails its ETag check and the loop reads afresh.
 
         Raises:
             JobNotFoundError: no such job.
             ConflictError: the document kept changing for ``max_attempts`` tries.
         """
-        return self.update_versioned(job_id, change, known=known)[0]
-
-    def update_versioned(
-        self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None = None
-    ) -> Versioned:
-        """:meth:`update`, returning the job with its new ETag."""
         for attempt in range(self._max_attempts):
             current, etag = known if (known is not None and attempt == 0) else self._read(job_id)
             updated = change(current)
             if updated is None:
-                return current, etag
+                return Update(current, etag, wrote=False)
             try:
                 result = self._container.get_blob_client(self.document_name(job_id)).upload_blob(
                     _dump(updated),
@@ -161,7 +178,7 @@ class JobStore:
                 )
             except ResourceModifiedError:
                 continue
-            return updated, str(result["etag"])
+            return Update(updated, str(result["etag"]), wrote=True)
         raise ConflictError(f"Job {job_id} changed too often to update; try again")
 
     def list(
@@ -260,14 +277,14 @@ class JobStore:
         self._container.upload_blob(name, json.dumps(document).encode(), overwrite=True, content_settings=_JSON)
         return name
 
-    def _read(self, job_id: str) -> tuple[Job, str]:
+    def _read(self, job_id: str) -> Versioned:
         try:
             downloader = self._container.download_blob(self.document_name(job_id))
         except ResourceNotFoundError:
             raise JobNotFoundError(job_id) from None
         data = downloader.readall()
         etag = downloader.properties.etag
-        return Job.model_validate(json.loads(data)), etag
+        return Versioned(Job.model_validate(json.loads(data)), etag)
 
 
 def _metadata(job: Job) -> dict[str, str]:

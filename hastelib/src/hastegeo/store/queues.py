@@ -1,6 +1,6 @@
 """Queue names and the pointer messages that travel on them.
 
-A message only points at a job (``jobId``, kind, attempt, and the W3C
+A message only points at a job (``jobId``, kind, poll sequence, and the W3C
 ``traceparent`` of the step that sent it, so the job's trace continues on the
 other side; docs/adr/0012); the stored job
 is the truth. That keeps messages tiny, makes a duplicate delivery
@@ -11,15 +11,17 @@ Messages are plain JSON text (``messageEncoding: none`` in host.json).
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import threading
 from typing import Literal
 
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient, QueueServiceClient
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from hastegeo.models.ids import ID_PATTERN
 from hastegeo.telemetry.tracer import current_traceparent
 
 SUBMIT_QUEUE = "jobs-submit"
@@ -29,23 +31,29 @@ POISON_SUFFIX = "-poison"
 ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE)
 
 MessageKind = Literal["submit", "poll", "nudge"]
+LEGACY_POLL_SEQ_KEY = "attempt"  # the wire name of JobMessage.poll_seq before it was renamed
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 
 
 class JobMessage(BaseModel):
     """A pointer to a job and the step to run.
 
-    ``attempt`` is the poll chain's sequence number for ``poll`` messages: a
+    ``poll_seq`` is the poll chain's sequence number for ``poll`` messages: a
     message whose number is not the job's current one is a duplicate and is
     dropped. ``nudge`` messages (sent when a workload exits) never extend the
     chain.
+
+    On the wire the number is ``pollSeq``. It was called ``attempt`` before,
+    so decoding accepts that key (messages queued by the previous release) and
+    encoding writes it too (the previous release reads messages this one
+    sends while a deployment rolls over). Drop the old key one release later.
     """
 
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="ignore", frozen=True)
 
-    job_id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    job_id: str = Field(pattern=ID_PATTERN)
     kind: MessageKind
-    attempt: int = Field(0, ge=0)
+    poll_seq: int = Field(0, ge=0, validation_alias=AliasChoices("pollSeq", "poll_seq", LEGACY_POLL_SEQ_KEY))
     # Optional both ways: the previous version ignores it (extra="ignore") and sends none.
     traceparent: str | None = None
 
@@ -57,9 +65,12 @@ class JobMessage(BaseModel):
 
     def encode(self) -> str:
         """The message text, with the current span's ``traceparent`` unless one was set (none without a span)."""
+        wire = self.model_dump(mode="json", by_alias=True, exclude={"traceparent"})
+        wire[LEGACY_POLL_SEQ_KEY] = self.poll_seq
         traceparent = self.traceparent or current_traceparent()
-        message = self if traceparent == self.traceparent else self.model_copy(update={"traceparent": traceparent})
-        return message.model_dump_json(by_alias=True, exclude_none=True)
+        if traceparent:
+            wire["traceparent"] = traceparent
+        return json.dumps(wire, separators=(",", ":"))
 
 
 class QueueSender:

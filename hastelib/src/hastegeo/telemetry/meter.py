@@ -113,8 +113,9 @@ def job_ended(job: Job, reason_class: ReasonClass | None = None) -> None:
     POLLS.record(job.attempts.poll, labels)
 
 
-def blob_fallback(job: Job) -> None:
-    BLOB_FALLBACK.add(1, _labels(job))
+def blob_fallback(backend: str) -> None:
+    """An output the provider could not serve was read from its blob copy."""
+    BLOB_FALLBACK.add(1, {"backend": backend})
 
 
 def reconcile_finding(finding: str, count: int) -> None:
