@@ -11,7 +11,7 @@ BACKEND ?= local
 JOBS ?= 200
 LOAD_JOBS ?= 1000
 
-.PHONY: help install test check lint typecheck demo dev bench chaos package clean
+.PHONY: help install browser test check lint typecheck demo dev bench chaos package clean
 
 help: ## List the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,19 @@ $(NODE_STAMP): package.json package-lock.json
 
 install: $(STAMP) $(NODE_STAMP) ## Create .venv and install the pinned Python and npm packages
 
+# The browser tests drive Debian's chromium through Playwright (Playwright's own browser download cannot
+# work here). Installed when missing and running as root (CI is); otherwise say what to run and fail.
+browser: ## Make sure /usr/bin/chromium is there for the browser tests (tests/browser)
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium for the browser tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); \
+	  else \
+	    echo "chromium is missing: run 'sudo apt-get install -y chromium' (tests/browser drive /usr/bin/chromium)"; exit 1; \
+	  fi; \
+	fi
+	@test -x /usr/bin/chromium || { echo "chromium could not be installed: /usr/bin/chromium is missing"; exit 1; }
+
 lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -41,16 +54,16 @@ lint: $(STAMP) ## ruff
 typecheck: $(STAMP) ## mypy (strict)
 	$(VENV)/bin/mypy
 
-test: install ## Run the whole suite (lint, types, unit, integration against Azurite, end to end)
+test: install browser ## Run the whole suite (lint, types, unit, integration against Azurite, end to end, browser)
 	$(MAKE) --no-print-directory lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 check: test ## Alias of test: what CI runs
 
-demo: install ## Start the embedded stack and run a real job end to end through the HTTP API
-	$(PY) -m hastegeo.cli.main demo --backend $(BACKEND)
+demo: install ## Start the embedded stack and run a real job end to end through the HTTP API (KEEP=1: serve the console after, until Ctrl-C)
+	$(PY) -m hastegeo.cli.main demo --backend $(BACKEND) $(if $(filter 1 true yes,$(KEEP)),--serve)
 
-dev: install ## Start Azurite and the development Functions host until Ctrl-C (traces: haste trace <job-id>)
+dev: install ## Start Azurite and the development Functions host (and the web console) until Ctrl-C; traces: haste trace <job-id>
 	HASTE_OTEL_EXPORT=$${HASTE_OTEL_EXPORT:-file:$(CURDIR)/.haste/otel.jsonl} $(PY) -m hastegeo.cli.main dev
 
 bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_JOBS=1000), per-workload runtime and memory

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from api.console_policy import openapi_paths as console_paths
 from hastegeo import __version__
 from hastegeo.compute.registry import backend_names
 from hastegeo.models.ids import ID_BODY, ID_PATTERN
@@ -423,5 +424,6 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {"200": {"description": "This document"}},
                 }
             },
+            **console_paths(),
         },
     }

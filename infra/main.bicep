@@ -295,6 +295,8 @@ module storage 'modules/storage.bicep' = {
     jobsContainer: hasteJobsContainer
     outputsContainer: hasteOutputsContainer
     inputsContainer: hasteInputsContainer
+    // The console is served by the Functions app and draws charts from outputs it reads with signed URLs.
+    browserReadOrigins: [ 'https://func-haste-${token}.azurewebsites.net' ]
   }
 }
 
@@ -425,6 +427,8 @@ module appSettings 'modules/appSettings.bicep' = {
     registryLoginServer: registry.outputs.loginServer
     poolIdentityId: poolIdentity.outputs.id
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
+    authClientId: authClientId
+    authTenantId: tenant().tenantId
   }
 }
 

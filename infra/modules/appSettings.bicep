@@ -176,6 +176,12 @@ param registryLoginServer string
 param poolIdentityId string
 @minLength(1)
 param appInsightsConnectionString string
+@description('Client id of the app registration App Service authentication validates; the web console signs in with it.')
+@minLength(1)
+param authClientId string
+@description('Tenant of that app registration.')
+@minLength(1)
+param authTenantId string
 
 var amlEnabled = amlMode != 'Disabled'
 
@@ -227,6 +233,8 @@ var operatorSettings = {
 var derivedSettings = {
   HASTE_AUTH_MODE: 'app_service' // never none in Azure: callers are known (docs/adr/0007)
   AzureWebJobsStorage__accountName: storageAccountName
+  HASTE_AUTH_CLIENT_ID: authClientId // the web console's sign-in (docs/adr/0014)
+  HASTE_AUTH_TENANT_ID: authTenantId
   BATCH_ACCOUNT_URL: batchAccountUrl
   BATCH_AUTH_MODE: 'managed_identity'
   BATCH_CLIENT_ID: '' // the app calls Batch with its system-assigned identity

@@ -107,6 +107,8 @@ resource auth 'Microsoft.Web/sites/config@2024-04-01' = {
       excludedPaths: [
         '/api/health'
         '/api/openapi.json'
+        '/api/console' // the web console's files and settings: they hold no data (docs/adr/0014)
+        '/api/console/*'
       ]
     }
     identityProviders: {

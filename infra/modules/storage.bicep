@@ -13,6 +13,8 @@ param outputsContainer string
 param inputsContainer string
 @description('Days a deleted blob or container can be restored.')
 param softDeleteDays int = 7
+@description('Origins whose pages may read blobs with a signed read URL (GET/HEAD): the web console (docs/adr/0014).')
+param browserReadOrigins array = []
 
 // The queue names are fixed by the Functions code (api/): the HTTP trigger enqueues to
 // jobs-submit; upstream services drop requests on jobs-requests; the host moves a message
@@ -58,6 +60,17 @@ resource blobs 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
     containerDeleteRetentionPolicy: {
       enabled: true
       days: softDeleteDays
+    }
+    cors: {
+      corsRules: empty(browserReadOrigins) ? [] : [
+        {
+          allowedOrigins: browserReadOrigins
+          allowedMethods: [ 'GET', 'HEAD' ]
+          allowedHeaders: [ '*' ]
+          exposedHeaders: [ '*' ]
+          maxAgeInSeconds: 600
+        }
+      ]
     }
   }
 }

@@ -2,7 +2,8 @@
 # Create or update the Entra app registration of the API, idempotently (safe to run again).
 #
 #   infra/scripts/app-registration.sh --name haste-dev \
-#       [--readers <group object id>] [--submitters <group object id>] [--admins <group object id>]
+#       [--readers <group object id>] [--submitters <group object id>] [--admins <group object id>] \
+#       [--console-url https://<function app host>/api/console/]
 #
 # What it makes sure of (docs/adr/0007, docs/deploy.md):
 #   - an app registration named --name (single tenant) with the identifier URI api://<client id>,
@@ -12,7 +13,9 @@
 #   - the delegated scope user_impersonation, and the Azure CLI pre-authorised for it, so
 #     `az account get-access-token` and the haste CLI (azure-identity) get tokens without consent;
 #   - its service principal, and each group given as a parameter assigned its app role (an
-#     assignment that exists is left alone).
+#     assignment that exists is left alone);
+#   - with --console-url, that address as a single-page-application redirect URI, so the web
+#     console signs in with the authorization code flow and PKCE (docs/adr/0014).
 # Prints progress on stderr and the client id, alone, as the last line of stdout:
 #   azd env set DEPLOY_AUTH_CLIENT_ID "$(infra/scripts/app-registration.sh --name haste-dev)"
 # Needs the Azure CLI signed in as someone who may create app registrations and assign app roles
@@ -31,18 +34,25 @@ name=""
 readers="${HASTE_READERS_GROUP_ID:-}"
 submitters="${HASTE_SUBMITTERS_GROUP_ID:-}"
 admins="${HASTE_ADMINS_GROUP_ID:-}"
+console_url="${HASTE_CONSOLE_URL:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --name) name="${2:?--name needs a value}"; shift 2 ;;
     --readers) readers="${2:?--readers needs a group object id}"; shift 2 ;;
     --submitters) submitters="${2:?--submitters needs a group object id}"; shift 2 ;;
     --admins) admins="${2:?--admins needs a group object id}"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --console-url) console_url="${2:?--console-url needs the https address of the console}"; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "app-registration: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 if [ -z "$name" ]; then
   echo "app-registration: --name is required (e.g. haste-\$AZURE_ENV_NAME)" >&2
+  exit 2
+fi
+console_re='^https://[A-Za-z0-9.-]+(:[0-9]+)?/api/console/$'
+if [ -n "$console_url" ] && ! [[ "$console_url" =~ $console_re ]]; then
+  echo "app-registration: --console-url must be https://<host>/api/console/, got '$console_url'" >&2
   exit 2
 fi
 guid_re='^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
@@ -106,6 +116,12 @@ EOF
 az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
   --headers "Content-Type=application/json" --body "@$workdir/preauth.json" --output none
 log "identifier URI api://$client_id, roles Haste.Reader/Submitter/Admin, Azure CLI pre-authorised"
+if [ -n "$console_url" ]; then
+  printf '{"spa": {"redirectUris": ["%s"]}}' "$console_url" > "$workdir/spa.json"
+  az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
+    --headers "Content-Type=application/json" --body "@$workdir/spa.json" --output none
+  log "web console redirect URI $console_url"
+fi
 
 # 3. The service principal (enterprise application) that role assignments hang on.
 sp_id="$(az ad sp list --filter "appId eq '$client_id'" --query "[0].id" --output tsv)"

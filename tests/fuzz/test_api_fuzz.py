@@ -50,9 +50,20 @@ pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 
 FuzzCase = schemathesis.Case[Any]
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "40"))
-OPERATIONS = ("submitJob", "listJobs", "getJob", "cancelJob", "listBackends", "health", "openapi")
+OPERATIONS = (
+    "submitJob",
+    "listJobs",
+    "getJob",
+    "cancelJob",
+    "listBackends",
+    "health",
+    "openapi",
+    "consoleIndex",
+    "consoleConfig",
+    "consoleFile",
+)
 # Operations without parameters or a body have nothing to negate: positive only.
-NO_INPUT = {"health", "openapi"}
+NO_INPUT = {"health", "openapi", "consoleIndex", "consoleConfig"}
 FUZZ_RUNS = [
     pytest.param(operation_id, mode, id=f"{operation_id}-{mode}")
     for operation_id in OPERATIONS

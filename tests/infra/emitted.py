@@ -22,6 +22,7 @@ INFRA = REPO / "infra"
 # Values of resources the deployment creates, in the form the code parses.
 STAND_INS: dict[str, str] = {
     "AzureWebJobsStorage__accountName": "sthasteabc",
+    "HASTE_AUTH_TENANT_ID": "11111111-1111-1111-1111-111111111111",
     "BATCH_ACCOUNT_URL": "https://bahasteabc.westeurope.batch.azure.com",
     "BATCH_REGISTRY": "crhasteabc.azurecr.io",
     "BATCH_IDENTITY_RESOURCE_ID": "/subscriptions/s/resourceGroups/rg-haste/providers/"
@@ -67,7 +68,9 @@ def emitted_app_settings(drift: ModuleType, environ: Mapping[str, str] | None = 
     environ = environ or {}
     main_text = read("main.bicep")
     main = drift.parse_bicep(main_text, "main.bicep")
-    values: dict[str, Any] = dict(bicepparam_values(drift, {"DEPLOY_AUTH_CLIENT_ID": "client", **environ}))
+    values: dict[str, Any] = dict(
+        bicepparam_values(drift, {"DEPLOY_AUTH_CLIENT_ID": "00000000-0000-0000-0000-00000000c0de", **environ})
+    )
     # Module outputs and resources are known only to Azure.
     for symbol in re.findall(r"^(?:module|resource) (\w+) ", main_text, re.MULTILINE):
         values[symbol] = drift.Opaque(symbol)

@@ -251,3 +251,17 @@ def test_what_if_error_stops_the_deploy_with_every_message(tmp_path: Path) -> No
     assert "  PrincipalNotFound: Principal abc does not exist." in result.stdout
     assert what_if(tmp_path, {"status": "Failed"}).returncode == 1
     assert what_if(tmp_path, ["not", "a", "result"]).returncode == 2
+
+
+def test_app_registration_adds_the_console_as_a_spa_redirect(az: StubAz) -> None:
+    az.answer(NEW_APP)
+    url = "https://func-haste-abc.azurewebsites.net/api/console/"
+    result = run("app-registration.sh", az, "--name", "haste-dev", "--console-url", url)
+    assert result.returncode == 0, result.stderr
+    assert {"spa": {"redirectUris": [url]}} in patches(az)
+
+
+def test_app_registration_refuses_a_console_url_that_is_not_https(az: StubAz) -> None:
+    result = run("app-registration.sh", az, "--name", "haste-dev", "--console-url", "http://x/api/console/")
+    assert result.returncode == 2
+    assert "--console-url must be https://<host>/api/console/" in result.stderr

@@ -170,7 +170,7 @@ class AuthSettings(_Section):
         HttpAuthLevel.ANONYMOUS,
         alias="HASTE_HTTP_AUTH_LEVEL",
         description="anonymous (App Service authentication alone admits callers) or function (a function key "
-        "as well). /api/health and /api/openapi.json are always anonymous.",
+        "as well). /api/health, /api/openapi.json and the web console (/api/console) are always anonymous.",
     )
     mode: AuthMode = Field(
         AuthMode.APP_SERVICE,
@@ -183,6 +183,20 @@ class AuthSettings(_Section):
         alias="HASTE_PROJECT_GROUPS",
         description="Entra groups mapped to projects, groupObjectId=projectId separated by commas: "
         "members of a group belong to its project.",
+    )
+
+    client_id: str = Field(
+        "",
+        alias="HASTE_AUTH_CLIENT_ID",
+        pattern=r"^([0-9a-fA-F-]{36})?$",
+        description="Client id of the app registration App Service authentication validates tokens for; the web "
+        "console signs in with it (empty: no sign-in, as in development, where the host supplies the caller).",
+    )
+    tenant_id: str = Field(
+        "",
+        alias="HASTE_AUTH_TENANT_ID",
+        pattern=r"^([0-9a-zA-Z.-]{1,253})?$",
+        description="Entra tenant of that app registration (a tenant id or domain), for the web console's sign-in.",
     )
 
     @field_validator("project_groups")

@@ -23,7 +23,7 @@ from hastegeo.workflows.sample_data import SampleScene
 
 from .conftest import Job, RunJob
 
-OUTPUTS = {"imagery.tif", "preview.tif", "band_stats.json", "valid_outline.geojson"}
+OUTPUTS = {"imagery.tif", "preview.tif", "preview.png", "band_stats.json", "valid_outline.geojson"}
 
 
 def _read_valid(path: Path) -> tuple[np.ndarray, np.ndarray]:

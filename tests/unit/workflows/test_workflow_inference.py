@@ -121,7 +121,7 @@ def test_inference_on_the_scene_writes_a_class_cog(
     building_share = np.mean([b["properties"]["fractions"]["building"] for b in buildings])
     assert building_share > 0.8  # footprints are mostly classified as buildings
     assert {f["name"] for f in job.manifest("inference")["files"]} == {
-        "classes.tif", "class_summary.json", "building_classes.geojson",
+        "classes.tif", "classes.png", "class_summary.json", "building_classes.geojson",
     }  # fmt: skip
 
 

@@ -44,7 +44,8 @@ def upload_sample_scene(
     return names
 
 
-def run_demo(backend: str = "local", keep: bool = False) -> int:
+def run_demo(backend: str = "local", keep: bool = False, serve: bool = False) -> int:
+    """Run the chain; with ``serve``, keep the stack (and the web console) up afterwards until Ctrl-C."""
     if backend == "azure_ml":
         print("the azure_ml backend needs a workspace (see docs/deploy.md); its tests use a stand-in")
         return 2
@@ -69,15 +70,29 @@ def run_demo(backend: str = "local", keep: bool = False) -> int:
                 print(f"  Batch test service at {service.url}")
             stack.start()
             print(f"  API at {stack.base_url}/api (ready in {time.monotonic() - started:.1f}s)")
+            print(f"  web console at {stack.console_url}", flush=True)
             blobs = upload_sample_scene(stack.azurite.connection_string, workdir / "scene", f"{PROJECT}/scene")
             print(f"  uploaded a {SCENE_SIZE}x{SCENE_SIZE} synthetic scene: {', '.join(blobs)}")
             client = ApiClient(stack.base_url)
-            return _chain(client, blobs, backend, started)
+            status = _chain(client, blobs, backend, started)
+            if serve:
+                _serve(stack)
+            return status
     finally:
         if keep:
             print(f"demo files kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _serve(stack: LocalStack) -> None:
+    """Keep the stack up so the console can be browsed, until Ctrl-C or the host stops."""
+    print(f"\nServing the web console at {stack.console_url} (project {PROJECT}); Ctrl-C stops", flush=True)
+    try:
+        while stack.host is not None and stack.host.process is not None and stack.host.process.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("stopping")
 
 
 def _chain(client: ApiClient, blobs: list[str], backend: str, started: float) -> int:

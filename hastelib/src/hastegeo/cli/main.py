@@ -140,6 +140,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     with LocalStack(workdir, port=args.port, in_memory=False) as stack:
         print(f"Azurite blob {stack.azurite.blob_url} queue {stack.azurite.queue_url}")
         print(f"Functions host at {stack.base_url}/api  (log: {workdir / 'host.log'}); Ctrl-C stops")
+        print(f"Web console at {stack.console_url}", flush=True)
         try:
             while stack.host is not None and stack.host.process is not None and stack.host.process.poll() is None:
                 time.sleep(0.5)
@@ -196,7 +197,7 @@ def cmd_sample_data(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from hastegeo.cli.demo import run_demo
 
-    return run_demo(backend=args.backend, keep=args.keep)
+    return run_demo(backend=args.backend, keep=args.keep, serve=args.serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -263,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="start the embedded stack and run a real job end to end")
     demo.add_argument("--backend", default="local", choices=backend_names())
     demo.add_argument("--keep", action="store_true", help="keep the demo's working folder")
+    demo.add_argument(
+        "--serve", action="store_true", help="keep the stack and the web console up after the demo until Ctrl-C"
+    )
     demo.set_defaults(handler=cmd_demo)
 
     try:

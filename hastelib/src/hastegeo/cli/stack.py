@@ -126,6 +126,20 @@ class HostProcess:
             process.wait(10)
 
 
+def allow_console_reads(connection_string: str, port: int) -> None:
+    """Let the console's origin read blobs (GET/HEAD only) with the read URLs the API signs.
+
+    The console draws charts from small JSON outputs, fetched from storage, which is
+    another origin (Azurite's port locally, the account in Azure, where the storage
+    module sets the same rule). The signature in each URL is still what grants the read.
+    """
+    from azure.storage.blob import BlobServiceClient, CorsRule
+
+    origins = [f"http://127.0.0.1:{port}", f"http://localhost:{port}"]
+    rule = CorsRule(origins, ["GET", "HEAD"], allowed_headers=["*"], exposed_headers=["*"], max_age_in_seconds=600)
+    BlobServiceClient.from_connection_string(connection_string).set_service_properties(cors=[rule])
+
+
 class LocalStack:
     """Azurite + the development host, configured through environment variables only.
 
@@ -174,12 +188,18 @@ class LocalStack:
         assert self.host is not None
         return self.host.base_url
 
+    @property
+    def console_url(self) -> str:
+        """Where a browser opens the web console (docs/adr/0014)."""
+        return f"{self.base_url}/api/console/"
+
     def start(self) -> LocalStack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.azurite.blob_url:
             self.azurite.start()
         # Provision like the infrastructure does in Azure, so callers can upload inputs at once.
         ensure_storage(load_settings(self.env))
+        allow_console_reads(self.azurite.connection_string, self.port)
         self.start_host()
         return self
 

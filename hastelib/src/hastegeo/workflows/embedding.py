@@ -12,7 +12,9 @@ Parameters: ``imagery`` (default ``imagery.tif`` / the only GeoTIFF),
 
 Outputs: ``embeddings.bin`` (see :mod:`hastegeo.workflows.embedding_format`),
 ``embeddings.geojson`` (one feature per row: ``id``, ``row``, ``pixels``,
-``valid``), ``embedding_info.json`` (filter settings and band statistics), then the manifest.
+``valid``), ``embedding_info.json`` (filter settings and band statistics),
+``embedding_projection.json`` (each valid row's first two principal
+components, small enough for a browser to plot), then the manifest.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ WORKLOAD = "embedding"
 MATRIX_FILE = "embeddings.bin"
 IDS_GEOJSON = "embeddings.geojson"
 INFO_JSON = "embedding_info.json"
+PROJECTION_JSON = "embedding_projection.json"
 Floats = npt.NDArray[np.float64]
 
 
@@ -100,6 +103,37 @@ def embed_feature(
     return (total / count if count else None), count
 
 
+def projection(matrix: npt.NDArray[np.floating[Any]], ids: list[Any]) -> dict[str, Any]:
+    """The valid rows projected on their first two principal components (SVD of the centred rows).
+
+    A sign convention (each component's largest loading positive) makes the plot the same on every run.
+    Fewer than two valid rows, or a single dimension, give zeros for what cannot be computed.
+    """
+    rows = np.flatnonzero(np.isfinite(matrix).all(axis=1))
+    points = np.zeros((len(rows), 2))
+    explained = [0.0, 0.0]
+    if len(rows) >= 2:
+        centred = matrix[rows].astype(np.float64) - matrix[rows].astype(np.float64).mean(axis=0)
+        _, singular, components = np.linalg.svd(centred, full_matrices=False)
+        k = min(2, components.shape[0])
+        signs = np.sign(components[np.arange(k), np.abs(components[:k]).argmax(axis=1)])
+        signs[signs == 0] = 1.0
+        points[:, :k] = centred @ (components[:k].T * signs)
+        total = float((singular**2).sum())
+        if total > 0:
+            explained[:k] = [float(v) for v in (singular[:k] ** 2) / total]
+    return {
+        "method": "pca",
+        "rows": int(matrix.shape[0]),
+        "dimensions": int(matrix.shape[1]),
+        "explainedVariance": explained,
+        "points": [
+            {"row": int(row), "id": ids[row], "x": float(x), "y": float(y)}
+            for row, (x, y) in zip(rows, points, strict=True)
+        ],
+    }
+
+
 def _band_statistics(dataset: Any) -> tuple[Floats, Floats]:
     stats = BandStats(dataset.count)
     for window in geo.iter_windows(dataset.width, dataset.height, cog.COG_BLOCK):
@@ -145,6 +179,7 @@ def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None
         "matrix": {"file": MATRIX_FILE, "headerBytes": HEADER_SIZE, "dtype": "<f4", "rows": len(features)},
     }
     geo.write_json(workdir.output_path(INFO_JSON), info)
+    geo.write_json(workdir.output_path(PROJECTION_JSON), projection(matrix, [f.id for f in features]))
     write_manifest(workdir, WORKLOAD, extra={"summary": {"buildings": len(features), "embedded": valid_rows}})
 
 

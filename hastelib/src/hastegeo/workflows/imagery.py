@@ -12,7 +12,8 @@ Parameters (all optional):
 Types, bounds and defaults: :class:`hastegeo.models.params.ImageryParams`, the model the API checks too;
 only the band count of ``rgbBands`` is checked here, where the raster is known.
 
-Outputs: ``imagery.tif`` (COG), ``preview.tif`` (8-bit RGB COG),
+Outputs: ``imagery.tif`` (COG), ``preview.tif`` (8-bit RGB COG), ``preview.png``
+(the same at most 512 pixels a side, nodata transparent: what a browser shows),
 ``band_stats.json``, ``valid_outline.geojson``, then the manifest.
 
 One pass over the output grid, block by block, writes a tiled scratch
@@ -34,7 +35,7 @@ import rasterio
 from affine import Affine
 
 from hastegeo.models.params import ImageryParams
-from hastegeo.workflows import cog, geo, mosaic
+from hastegeo.workflows import cog, geo, mosaic, quicklook
 from hastegeo.workflows.fetch import Fetcher, FetchPolicy, redact_url
 from hastegeo.workflows.outline import OutlineBuilder
 from hastegeo.workflows.params import RASTER_SUFFIXES, input_file, read_params
@@ -44,6 +45,7 @@ from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, iter
 WORKLOAD = "imagery"
 IMAGERY_COG = "imagery.tif"
 PREVIEW_COG = "preview.tif"
+PREVIEW_PNG = "preview.png"
 STATS_JSON = "band_stats.json"
 OUTLINE_GEOJSON = "valid_outline.geojson"
 
@@ -89,7 +91,10 @@ def _rgb_bands(requested: list[int] | None, count: int) -> list[int]:
 def _write_preview(
     source: Path, target: Path, scratch: Path, stats: BandStats, bands: list[int], max_size: int
 ) -> None:
-    """8-bit RGB: each band stretched over mean ± 2 std (within min/max); 0 is nodata, 1..255 valid."""
+    """8-bit RGB: each band stretched over mean ± 2 std (within min/max); 0 is nodata, 1..255 valid.
+
+    Also writes the PNG quicklook beside ``target`` (:data:`PREVIEW_PNG`) from the same pixels.
+    """
     with rasterio.open(source) as dataset:
         scale = min(1.0, max_size / max(dataset.width, dataset.height))
         height, width = max(1, round(dataset.height * scale)), max(1, round(dataset.width * scale))
@@ -115,6 +120,7 @@ def _write_preview(
             rasterio.enums.ColorInterp.blue,
         ]
     cog.write_cog(scratch_path, target, resampling="average")
+    quicklook.write_png(target.with_name(PREVIEW_PNG), quicklook.shrink(quicklook.rgba_from_bands(rgb)))
 
 
 def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None:

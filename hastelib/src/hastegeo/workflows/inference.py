@@ -9,7 +9,8 @@ Parameters:
   if present; without footprints only the class raster is written).
 
 Outputs: ``classes.tif`` (uint8 COG: class index, 255 = nodata, class names
-in the ``CLASS_NAMES`` tag), ``class_summary.json`` (pixels per class),
+in the ``CLASS_NAMES`` tag), ``classes.png`` (its quicklook in the colour
+table's colours, at most 512 pixels a side), ``class_summary.json`` (pixels per class),
 ``building_classes.geojson`` (per footprint: the fraction of its classified
 pixels in each class; a pixel belongs to a footprint when its centre is
 inside), then the manifest.
@@ -25,13 +26,14 @@ import numpy as np
 import rasterio
 
 from hastegeo.models.params import InferenceParams
-from hastegeo.workflows import cog, geo
+from hastegeo.workflows import cog, geo, quicklook
 from hastegeo.workflows.classifier import PixelClassifier, load_model
 from hastegeo.workflows.params import default_raster, default_vector, input_file, read_params
 from hastegeo.workflows.runtime import ProgressLog, Workdir, WorkloadError, iter_files, run_main, write_manifest
 
 WORKLOAD = "inference"
 CLASS_COG = "classes.tif"
+CLASS_PNG = "classes.png"
 SUMMARY_JSON = "class_summary.json"
 BUILDINGS_GEOJSON = "building_classes.geojson"
 CLASS_NODATA = 255
@@ -89,6 +91,14 @@ def building_fractions(
     return results
 
 
+def write_class_quicklook(class_cog: Path, target: Path) -> None:
+    """The class raster as a small PNG in :data:`PALETTE` (the COG's colour table), read from its overviews."""
+    with rasterio.open(class_cog) as dataset:
+        width, height = quicklook.quicklook_shape(dataset.width, dataset.height)
+        classes = dataset.read(1, out_shape=(height, width), resampling=rasterio.enums.Resampling.nearest)
+    quicklook.write_png(target, quicklook.colourise(classes.astype(np.uint8), PALETTE, CLASS_NODATA))
+
+
 def _model_path(workdir: Workdir, settings: InferenceParams) -> Path:
     if settings.model is not None:
         return input_file(workdir, settings.model, "model")
@@ -116,6 +126,7 @@ def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None
             counts = classify_raster(model, dataset, scratch_tif)
         progress.step(f"classified {int(counts.sum())} pixels; building the class COG")
         cog.write_cog(scratch_tif, workdir.output_path(CLASS_COG), resampling="mode")
+    write_class_quicklook(workdir.output_path(CLASS_COG), workdir.output_path(CLASS_PNG))
     summary = {"classes": list(model.classes), "pixelsPerClass": dict(zip(model.classes, counts.tolist(), strict=True))}
     geo.write_json(workdir.output_path(SUMMARY_JSON), summary)
     if buildings_path is None:

@@ -1,0 +1,156 @@
+"""Many jobs, a running job, and data that looks like markup: paging, filters, cancel, text stays text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.cli.client import ApiClient
+from hastegeo.cli.stack import LocalStack
+from hastegeo.models.history import StatusEvent
+from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
+from hastegeo.store.jobs import JobStore
+from tests.browser.conftest import wait_terminal
+
+pytestmark = [pytest.mark.azurite, pytest.mark.slow]
+PROJECT = "paging"
+SEEDED = 120
+MARKUP = "<img src=x onerror=\"document.title='owned'\"><b>bold</b>"
+
+
+def _job(index: int, start: datetime) -> Job:
+    created = start + timedelta(seconds=index)
+    failed = index % 10 == 0
+    state = JobState.FAILED if failed else JobState.SUCCEEDED
+    reason = f"the imagery has no valid pixel (job {index})" if failed else None
+    return Job(
+        id=f"seeded-{index:03d}",
+        project_id=PROJECT,
+        workload="artifacts",
+        state=state,
+        requested_backend="local",
+        backend="local",
+        labels={"note": MARKUP} if index == 7 else {"n": str(index)},
+        reason=reason,
+        created_at=created,
+        updated_at=created,
+        finished_at=created,
+        deadline_at=created + timedelta(hours=1),
+        history=[
+            StatusEvent(at=created, state=JobState.QUEUED, message="accepted", source="api"),
+            StatusEvent(at=created, state=state, message=reason or "done", source="postprocess"),
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+def seeded(console_stack: LocalStack) -> Iterator[list[str]]:
+    """120 finished jobs written straight into the job store (cheap: no compute), newest last."""
+    container = BlobServiceClient.from_connection_string(console_stack.azurite.connection_string).get_container_client(
+        "haste-jobs"
+    )
+    store = JobStore(container)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    jobs = [_job(index, start) for index in range(SEEDED)]
+    for job in jobs:
+        assert store.create(job)
+    return [job.id for job in reversed(jobs)]
+
+
+def _rows(page: Any) -> list[str]:
+    page.locator("#page-where").filter(has_text="job(s)").wait_for()
+    return page.locator("table.jobs tbody tr").evaluate_all("rows => rows.map(row => row.dataset.job)")
+
+
+def test_paging_through_120_jobs_newest_first(page: Any, seeded: list[str], shoot: Callable[[Any, str], Path]) -> None:
+    page.goto(f"#/jobs?project={PROJECT}")
+    seen: list[str] = []
+    for number in range(1, 4):
+        page.locator("#page-where").filter(has_text=f"page {number},").wait_for()
+        seen += _rows(page)
+        if number == 1:
+            shoot(page, "jobs-paging")
+            assert page.locator("#page-previous").is_disabled()
+        if number < 3:
+            page.locator("#page-next").click()
+    assert seen == seeded
+    assert page.locator("#page-next").is_disabled()
+    page.locator("#page-previous").click()
+    page.locator("#page-where").filter(has_text="page 2,").wait_for()
+    assert _rows(page) == seeded[50:100]
+
+
+def test_state_filter(page: Any, seeded: list[str]) -> None:
+    page.goto(f"#/jobs?project={PROJECT}")
+    page.get_by_label("State").select_option("failed")
+    page.get_by_role("button", name="Show").click()
+    page.wait_for_url("**state=failed")
+    page.locator("#page-where").filter(has_text="12 job(s)").wait_for()
+    assert _rows(page) == [job_id for job_id in seeded if int(job_id.split("-")[1]) % 10 == 0]
+
+
+def test_a_label_with_markup_stays_text(page: Any, seeded: list[str], shoot: Callable[[Any, str], Path]) -> None:
+    page.goto(f"#/jobs?project={PROJECT}&state=succeeded")
+    page.locator("#page-where").filter(has_text="job(s)").wait_for()
+    while page.locator("tr[data-job='seeded-007']").count() == 0:
+        page.locator("#page-next").click()
+        page.wait_for_timeout(200)
+    cell = page.locator("tr[data-job='seeded-007'] td.labels")
+    assert cell.text_content() == f"note={MARKUP}"
+    assert page.locator("table.jobs img, table.jobs b").count() == 0
+    page.get_by_role("link", name="seeded-007").click()
+    page.locator("dl.facts dd", has_text="note=").wait_for()
+    assert page.locator("dl.facts dd", has_text="note=").text_content() == f"note={MARKUP}"
+    assert page.locator("main img, main b").count() == 0
+    assert "owned" not in page.title()
+    shoot(page, "job-markup-label")
+
+
+def test_a_failed_job_shows_its_readable_reason(page: Any, seeded: list[str]) -> None:
+    page.goto("#/job/seeded-030")
+    reason = page.locator("#job-reason")
+    reason.wait_for()
+    assert reason.text_content() == "the imagery has no valid pixel (job 30)"
+    assert page.locator("#cancel-job").count() == 0  # nothing to cancel
+
+
+def test_cancel_a_running_job_after_confirming(
+    page: Any, api: ApiClient, scene: list[str], shoot: Callable[[Any, str], Path]
+) -> None:
+    rasters = [{"blob": name} for name in scene if name.endswith(".tif")]
+    imagery = api.submit({"workload": "imagery", "projectId": "demo", "inputs": rasters})
+    assert wait_terminal(api, imagery["id"])["state"] == "succeeded"
+    # Many iterations: long enough to be caught running.
+    long = api.submit(
+        {
+            "workload": "training",
+            "projectId": "demo",
+            "inputs": [{"jobId": imagery["id"]}, *({"blob": n} for n in scene if n.endswith("labels.geojson"))],
+            "parameters": {"classes": ["water", "vegetation", "bare", "building"], "iterations": 100000},
+        }
+    )
+    page.goto(f"#/job/{long['id']}")
+    page.locator("h1 .badge").filter(has_text="running").wait_for(timeout=60000)
+    page.locator("#cancel-job").click()
+    dialog = page.get_by_role("dialog")
+    assert "Work in progress is lost" in dialog.text_content()
+    shoot(page, "job-cancel-confirm")
+    page.keyboard.press("Escape")  # Escape says no
+    assert dialog.is_hidden()
+    assert page.evaluate("document.activeElement.id") == "cancel-job"
+    page.keyboard.press("Enter")  # the button still has the focus: the dialog opens again
+    dialog.get_by_role("button", name="Keep it").click()  # saying no changes nothing
+    assert api.get(long["id"])["state"] == "running"
+    page.locator("#cancel-job").click()
+    page.get_by_role("dialog").get_by_role("button", name="Cancel the job").click()
+    final = wait_terminal(api, long["id"], timeout=60)
+    assert final["state"] == "cancelled"
+    page.locator("h1 .badge").filter(has_text="cancelled").wait_for(timeout=15000)
+    assert page.locator("#job-reason").is_visible()
+    shoot(page, "job-cancelled")
