@@ -6,10 +6,13 @@ from api.console import bp as console_blueprint
 from api.http_routes import bp as http_blueprint
 from api.queue_triggers import bp as queue_blueprint
 from api.timer_triggers import bp as timer_blueprint
-from hastegeo.config import http_auth_level
+from hastegeo.config import http_auth_level, telemetry_settings
+from hastegeo.telemetry.configure import configure_telemetry
 from hastegeo.utils.redaction import install_redacting_filter
 
 install_redacting_filter()
+# Before the first request: a span started before the SDK is installed would record nothing.
+configure_telemetry(telemetry_settings().export)
 
 # HASTE_HTTP_AUTH_LEVEL: anonymous behind App Service authentication (a browser sends its Entra token
 # and nothing else), function to ask service callers for a key as well (docs/adr/0007). Routes that

@@ -18,6 +18,7 @@ import azure.functions as func
 from api.access import Denied, caller, job_not_found, require, submitter_of
 from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
+from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.compute.registry import backend_names
 from hastegeo.models.ids import is_id
@@ -59,6 +60,7 @@ _INCLUDES = frozenset({"history"})
 
 @bp.route(route="jobs", methods=["POST"])
 @bp.queue_output(arg_name="submit", queue_name=SUBMIT_QUEUE, connection="AzureWebJobsStorage")
+@traced("POST", "jobs")
 @storage_guarded
 def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.HttpResponse:
     """Accept a job. The submit message leaves through the output binding: the host sends it once
@@ -177,6 +179,7 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
 
 
 @bp.route(route="jobs/{id}/cancel", methods=["POST"])
+@traced("POST", "jobs/{id}/cancel")
 @storage_guarded
 def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()

@@ -40,6 +40,13 @@ param batchLowPriority string
   'retaineddata'
 ])
 param batchNodeDeallocation string
+@description('E-mail address alerts go to (empty: none).')
+param alertEmail string
+@description('Webhook URL alerts go to, e.g. an incident tool (empty: none).')
+@secure()
+param alertWebhookUrl string
+@description('Failed share of the jobs ended in the last hour, in percent, that raises the failure-rate alert.')
+param alertFailureRatePercent string
 @description('VM size of the Azure ML CPU cluster (Create mode).')
 param amlCpuVmSize string
 @description('VM size of the Azure ML GPU cluster (Create mode).')
@@ -139,6 +146,9 @@ param hasteProjectGroups string
   'false'
 ])
 param hasteLocalAllowInAzure string
+@description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteOtelExport string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -261,6 +271,20 @@ module monitoring 'modules/monitoring.bicep' = {
   }
 }
 
+module observability 'modules/observability.bicep' = {
+  name: 'observability'
+  scope: group
+  params: {
+    location: location
+    tags: tags
+    name: 'haste-${token}'
+    appInsightsId: monitoring.outputs.appInsightsId
+    alertEmail: alertEmail
+    alertWebhookUrl: alertWebhookUrl
+    failureRatePercent: int(alertFailureRatePercent)
+  }
+}
+
 module storage 'modules/storage.bicep' = {
   name: 'storage'
   scope: group
@@ -373,6 +397,7 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteHttpAuthLevel: hasteHttpAuthLevel
     hasteProjectGroups: hasteProjectGroups
     hasteLocalAllowInAzure: hasteLocalAllowInAzure
+    hasteOtelExport: hasteOtelExport
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS
     batchRetryAttempts: batchRetryAttempts

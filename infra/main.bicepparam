@@ -10,6 +10,9 @@ using 'main.bicep'
 param environmentName = readEnvironmentVariable('AZURE_ENV_NAME', 'haste')
 param location = readEnvironmentVariable('AZURE_LOCATION', 'westeurope')
 param imageTag = readEnvironmentVariable('DEPLOY_IMAGE_TAG', '1')
+param alertEmail = readEnvironmentVariable('DEPLOY_ALERT_EMAIL', '')
+param alertWebhookUrl = readEnvironmentVariable('DEPLOY_ALERT_WEBHOOK_URL', '')
+param alertFailureRatePercent = readEnvironmentVariable('DEPLOY_ALERT_FAILURE_RATE_PERCENT', '20')
 // The Entra app registration App Service authentication validates callers' tokens for.
 param authClientId = readEnvironmentVariable('DEPLOY_AUTH_CLIENT_ID', '')
 param batchCpuVmSize = readEnvironmentVariable('DEPLOY_BATCH_CPU_VM_SIZE', 'Standard_D4s_v5')
@@ -49,6 +52,7 @@ param hasteCorsAllowedOrigins = readEnvironmentVariable('HASTE_CORS_ALLOWED_ORIG
 param hasteHttpAuthLevel = readEnvironmentVariable('HASTE_HTTP_AUTH_LEVEL', 'anonymous')
 param hasteProjectGroups = readEnvironmentVariable('HASTE_PROJECT_GROUPS', '')
 param hasteLocalAllowInAzure = readEnvironmentVariable('HASTE_LOCAL_ALLOW_IN_AZURE', 'false')
+param hasteOtelExport = readEnvironmentVariable('HASTE_OTEL_EXPORT', 'azure')
 param batchRetentionS = readEnvironmentVariable('BATCH_RETENTION_S', '86400')
 param batchRequestTimeoutS = readEnvironmentVariable('BATCH_REQUEST_TIMEOUT_S', '30.0')
 param batchRetryAttempts = readEnvironmentVariable('BATCH_RETRY_ATTEMPTS', '4')

@@ -83,6 +83,9 @@ param hasteProjectGroups string
   'false'
 ])
 param hasteLocalAllowInAzure string
+@description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteOtelExport string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -202,6 +205,7 @@ var operatorSettings = {
   HASTE_HTTP_AUTH_LEVEL: hasteHttpAuthLevel
   HASTE_PROJECT_GROUPS: hasteProjectGroups
   HASTE_LOCAL_ALLOW_IN_AZURE: hasteLocalAllowInAzure
+  HASTE_OTEL_EXPORT: hasteOtelExport
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS
   BATCH_RETRY_ATTEMPTS: batchRetryAttempts

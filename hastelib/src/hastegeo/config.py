@@ -140,6 +140,24 @@ class LocalSettings(_Section):
     )
 
 
+class TelemetrySettings(_Section):
+    export: str = Field(
+        "off",
+        alias="HASTE_OTEL_EXPORT",
+        description="Where traces and metrics go: off, console, file:PATH (JSON lines, read by `haste trace`) "
+        "or azure (Application Insights at APPLICATIONINSIGHTS_CONNECTION_STRING, with the app's identity).",
+        json_schema_extra={"deploy_default": "azure"},
+    )
+
+    @field_validator("export")
+    @classmethod
+    def _known_export(cls, value: str) -> str:
+        from hastegeo.telemetry.configure import parse_export
+
+        parse_export(value)
+        return value.strip()
+
+
 class HttpAuthLevel(enum.StrEnum):
     """Whether the Functions host asks HTTP callers for a function key (``HASTE_HTTP_AUTH_LEVEL``)."""
 
@@ -214,6 +232,7 @@ class Settings(_Section):
     local: LocalSettings
     batch: BatchSettings
     aml: AmlSettings
+    telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings.model_validate({}))
     # Set by load_settings from the platform's own variables (see in_azure_functions); not a setting.
     in_azure_functions: bool = False
 
@@ -259,6 +278,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "local": LocalSettings,
     "batch": BatchSettings,
     "aml": AmlSettings,
+    "telemetry": TelemetrySettings,
 }
 
 
@@ -314,6 +334,20 @@ def http_auth_level(environ: Mapping[str, str] | None = None) -> HttpAuthLevel:
         return HttpAuthLevel(raw)
     except ValueError:
         return HttpAuthLevel.FUNCTION
+
+
+def telemetry_settings(environ: Mapping[str, str] | None = None) -> TelemetrySettings:
+    """Only the telemetry section, for tools that need no storage (``haste trace``).
+
+    Raises:
+        ConfigurationError: ``HASTE_OTEL_EXPORT`` is not a known export.
+    """
+    env = os.environ if environ is None else environ
+    values = {f.alias: env[f.alias] for f in TelemetrySettings.model_fields.values() if f.alias and env.get(f.alias)}
+    try:
+        return TelemetrySettings.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigurationError("Invalid settings: " + "; ".join(_describe(exc))) from None
 
 
 @lru_cache(maxsize=1)

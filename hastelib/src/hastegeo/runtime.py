@@ -36,6 +36,7 @@ from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
+from hastegeo.telemetry.configure import configure_telemetry
 from hastegeo.utils.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,7 @@ def build_runtime(
 
     ``api_budget`` bounds the storage calls HTTP handlers make (:attr:`Runtime.api`).
     """
+    configure_telemetry(settings.telemetry.export)  # before any client exists: their calls become spans
     blobs, queue_service = storage_clients(settings)
     queues = QueueSender(queue_service)
     jobs_container = blobs.get_container_client(settings.storage.jobs_container)

@@ -149,6 +149,29 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    """Print the trace of a job from the JSON lines the development host wrote (HASTE_OTEL_EXPORT=file:PATH)."""
+    from pathlib import Path
+
+    from hastegeo.cli.stack import repo_root
+    from hastegeo.config import telemetry_settings
+    from hastegeo.telemetry.configure import parse_export
+    from hastegeo.telemetry.export import job_logs, read_trace, render_trace
+
+    path = Path(args.file) if args.file else None
+    if path is None:
+        mode, configured = parse_export(telemetry_settings().export)
+        path = configured if mode == "file" and configured else repo_root() / ".haste" / "otel.jsonl"
+    spans = read_trace(path, args.job_id)
+    if not spans:
+        print(f"no span of job {args.job_id} in {path}", file=sys.stderr)
+        return 1
+    render_trace(spans, print)
+    for entry in job_logs(path, args.job_id):
+        print(f"{entry['time']} {entry['level']} {entry['message']}")
+    return 0
+
+
 def cmd_sample_data(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -227,6 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
     dev = commands.add_parser("dev", help="run Azurite and the development Functions host until Ctrl-C")
     dev.add_argument("--port", type=int, default=7071)
     dev.set_defaults(handler=cmd_dev)
+
+    trace = commands.add_parser("trace", help="print a job's trace from the development host's telemetry file")
+    trace.add_argument("job_id")
+    trace.add_argument("--file", help="JSON lines file (default: HASTE_OTEL_EXPORT's file, else .haste/otel.jsonl)")
+    trace.set_defaults(handler=cmd_trace)
 
     sample = commands.add_parser("sample-data", help="generate a synthetic scene and upload it to the inputs container")
     sample.add_argument("--prefix", default="sample/scene", help="blob prefix in the inputs container")

@@ -107,7 +107,9 @@ class Attempts(_Model):
 
 
 # Bookkeeping the pipeline keeps on the job and clients never see.
-INTERNAL_FIELDS = frozenset({"request_fingerprint", "poll_seq", "detail", "idempotency_key", "progress_offset"})
+INTERNAL_FIELDS = frozenset(
+    {"request_fingerprint", "poll_seq", "detail", "idempotency_key", "progress_offset", "trace_parent"}
+)
 
 
 class Job(_Model):
@@ -145,13 +147,14 @@ class Job(_Model):
     request_fingerprint: str = ""
     idempotency_key: str | None = None
     summary: dict[str, Any] = Field(default_factory=dict, description="Figures from post-processing.")
+    trace_parent: str | None = Field(None, description="W3C traceparent of the span that accepted the job.")
 
     def api_view(self) -> dict[str, Any]:
         """The JSON a client sees: camelCase, without internal bookkeeping."""
         return self.model_dump(
             mode="json",
             by_alias=True,
-            exclude={"request_fingerprint", "poll_seq", "detail", "idempotency_key", "progress_offset"},
+            exclude=set(INTERNAL_FIELDS),
         )
 
     def summary_view(self) -> dict[str, Any]:

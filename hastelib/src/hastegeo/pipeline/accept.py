@@ -24,6 +24,8 @@ from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, keyed_job_id, new_job_id
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
+from hastegeo.telemetry import meter, tracer
+from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import ConflictError, InvalidJobError
 from hastegeo.utils.redaction import redact
 
@@ -231,11 +233,14 @@ class JobAcceptor:
             idempotency_key=hashlib.sha256(idempotency_key.encode()).hexdigest() if idempotency_key else None,
             parent_job_id=parent.id if parent is not None else None,
             submitted_by=submitter,
+            trace_parent=tracer.current_traceparent(),
         )
+        tracer.annotate(job)
         if not deps.store.create(job):  # a concurrent request with the same key won
             return self._replay(deps.store.get(job_id), fingerprint, send)
         send(JobMessage(job_id=job_id, kind="submit"))
-        log.info("accepted job %s (%s on %s)", job_id, request.workload, backend)
+        meter.job_accepted(job)
+        log.info("accepted job %s (%s on %s)", job_id, request.workload, backend, extra=job_fields(job))
         return Accepted(job=job, created=True)
 
     def _replay(self, existing: Job, fingerprint: str, send: Callable[[JobMessage], None]) -> Accepted:

@@ -6,8 +6,10 @@ import logging
 
 from hastegeo.models.job import Job
 from hastegeo.models.states import CANCELLABLE, JobState
-from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.deps import PipelineDeps, ended_job
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
+from hastegeo.telemetry import tracer
+from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import ConflictError, HasteError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -27,8 +29,10 @@ class CancelStep:
             ConflictError: the job already ended, or is post-processing (its work is done).
         """
         deps = self._deps
+        ended = [False]  # did this call end it? (the change may run more than once)
 
         def change(job: Job) -> Job | None:
+            ended[0] = False
             if job.state is JobState.CANCEL_REQUESTED:
                 return None
             if job.state.terminal:
@@ -36,6 +40,7 @@ class CancelStep:
             if job.state not in CANCELLABLE:
                 raise ConflictError(f"Job {job.id} is {job.state.value} and can no longer be cancelled")
             if job.state is JobState.QUEUED:
+                ended[0] = True
                 return deps.event(
                     job,
                     message="cancelled before it was submitted",
@@ -51,12 +56,18 @@ class CancelStep:
             )
 
         job = deps.store.update(job_id, change).job
+        tracer.annotate(job)
+        if ended[0]:
+            ended_job(job)
         if job.state is JobState.CANCEL_REQUESTED and job.handle is not None:
             try:
                 deps.service.cancel(job.handle)
             except HasteError as exc:  # the poll step retries the cancel
-                log.warning("cancel of %s failed, will retry: %s", job.id, describe_exception(exc))
-            deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="nudge"))
+                log.warning(
+                    "cancel of %s failed, will retry: %s", job.id, describe_exception(exc), extra=job_fields(job)
+                )
+            with tracer.within(job.trace_parent):  # the poll that sees it stop belongs to the job's trace
+                deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="nudge"))
         return job
 
 
@@ -67,15 +78,23 @@ class PoisonStep:
         self._deps = deps
 
     def handle(self, text: str, queue: str) -> None:
-        deps = self._deps
         try:
             message = JobMessage.model_validate_json(text)
         except ValueError:
             log.error("poison message on %s is not a job pointer; recorded in the log only: %.200s", queue, text)
             return
+        with tracer.step_span(
+            "poison", traceparent=message.traceparent, job_id=message.job_id, job_trace=self._deps.trace_of
+        ):
+            self._fail(message, queue)
+
+    def _fail(self, message: JobMessage, queue: str) -> None:
+        deps = self._deps
         step = "submit" if message.kind == "submit" else "poll"
+        ended = [False]
 
         def change(job: Job) -> Job | None:
+            ended[0] = not job.state.terminal
             if job.state.terminal:
                 return None
             cause = job.last_error or "no error was recorded"
@@ -91,10 +110,20 @@ class PoisonStep:
         try:
             job = deps.store.update(message.job_id, change).job
         except HasteError as exc:
-            log.error("poison message for job %s could not be applied: %s", message.job_id, describe_exception(exc))
+            log.error(
+                "poison message for job %s could not be applied: %s",
+                message.job_id,
+                describe_exception(exc),
+                extra=job_fields(job_id=message.job_id),
+            )
             return
+        tracer.annotate(job)
+        if ended[0]:
+            ended_job(job, "poison")
         if job.state is JobState.FAILED and job.handle is not None:
             try:
                 deps.service.cancel(job.handle)
             except HasteError as exc:
-                log.warning("cancel of %s after poison failed: %s", job.id, describe_exception(exc))
+                log.warning(
+                    "cancel of %s after poison failed: %s", job.id, describe_exception(exc), extra=job_fields(job)
+                )

@@ -10,7 +10,8 @@ import logging
 
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.deps import PipelineDeps, ended_job
+from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import HasteError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -46,9 +47,13 @@ def expire(deps: PipelineDeps, job: Job, source: str) -> bool:
         return deps.event(current, f"failed: {reason}", source, JobState.FAILED, reason=reason)
 
     update = deps.store.update(job.id, change)
+    if update.wrote:
+        ended_job(update.job, "deadline")
     if update.wrote and update.job.handle is not None:
         try:
             deps.service.cancel(update.job.handle)
         except HasteError as exc:  # the reconciler's orphan sweep tries again
-            log.warning("cancel of expired job %s failed: %s", job.id, describe_exception(exc))
+            log.warning(
+                "cancel of expired job %s failed: %s", job.id, describe_exception(exc), extra=job_fields(update.job)
+            )
     return update.wrote

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -20,6 +21,11 @@ from hastegeo.models.states import JobState, transition
 from hastegeo.processors.base import Processor, SpecInputs
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import QueueSender
+from hastegeo.telemetry import meter, tracer
+from hastegeo.telemetry.logs import job_fields
+from hastegeo.telemetry.meter import ReasonClass
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -60,20 +66,53 @@ class PipelineDeps:
             **fields,
         )
 
-    def end_job(self, job_id: str, state: JobState, message: str, *, source: str, reason: str | None) -> bool:
+    def end_job(
+        self,
+        job_id: str,
+        state: JobState,
+        message: str,
+        *,
+        source: str,
+        reason: str | None,
+        reason_class: ReasonClass = "workload",
+    ) -> bool:
         """Move a job to a terminal ``state`` with one event, unless it has already ended.
 
+        ``reason_class`` says which kind of failure it is, for the metrics and the span.
         Returns True when this call ended it (another writer may have got there first).
         """
 
         def change(job: Job) -> Job | None:
             return None if job.state.terminal else self.event(job, message, source, state, reason=reason)
 
-        return self.store.update(job_id, change).wrote
+        update = self.store.update(job_id, change)
+        if update.wrote:
+            ended_job(update.job, reason_class)
+        return update.wrote
+
+    def trace_of(self, job_id: str) -> str | None:
+        """The ``traceparent`` job ``job_id`` was accepted under (None without a job or a trace)."""
+        job = self.store.find(job_id)
+        return None if job is None else job.trace_parent
 
     def poll_delay(self, seq: int) -> float:
         pipeline = self.settings.pipeline
         return float(min(pipeline.poll_initial_s * pipeline.poll_backoff**seq, pipeline.poll_max_s))
+
+
+def ended_job(job: Job, reason_class: ReasonClass = "workload") -> None:
+    """Count, trace and log a job that one write has just ended (call once per job, from that write)."""
+    meter.job_ended(job, reason_class)
+    tracer.annotate(job)  # the step's span ends with the job's final state (the "stuck jobs" query reads it)
+    if job.state is JobState.FAILED:
+        tracer.fail(job.reason or "failed", reason_class)
+    log.info(
+        "job %s %s: %s",
+        job.id,
+        job.state.value,
+        job.reason or "",
+        extra=job_fields(job, reason_class=reason_class if job.state is JobState.FAILED else None),
+    )
 
 
 def record(

@@ -16,6 +16,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.compute.service import ExecutionService
 from hastegeo.processors.base import OutputAccess
+from hastegeo.telemetry import meter
 
 
 class OutputReader:
@@ -62,6 +63,8 @@ class OutputReader:
                     kept(line)
             if served.unreadable:
                 unreadable[path] = served.unreadable
+            if served.from_blob and served.data is not None:
+                meter.blob_fallback(handle.backend)
             return served.data
 
         return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)

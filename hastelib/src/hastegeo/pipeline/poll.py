@@ -13,6 +13,7 @@ the chain keeps polling with backoff, and only the job's deadline fails it.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
@@ -21,12 +22,14 @@ from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.deps import PipelineDeps, ended_job
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
 from hastegeo.processors.base import PostprocessError
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
+from hastegeo.telemetry import meter, tracer
+from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import HasteError, JobNotFoundError, TerminalBackendError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -40,12 +43,23 @@ class PollStep:
         self._acceptor = acceptor
 
     def handle(self, message: JobMessage) -> None:
+        with tracer.step_span(
+            message.kind,
+            traceparent=message.traceparent,
+            job_id=message.job_id,
+            job_trace=self._deps.trace_of,
+            attributes={tracer.POLL_SEQ: message.poll_seq},
+        ):
+            self._handle(message)
+
+    def _handle(self, message: JobMessage) -> None:
         deps = self._deps
         try:
             version = deps.store.read(message.job_id)
         except JobNotFoundError:
             return
         job = version.job
+        tracer.annotate(job)
         if job.state.terminal or job.handle is None:
             return
         chain = message.kind == "poll"
@@ -61,7 +75,9 @@ class PollStep:
             status = deps.service.status(job.handle)
         except TerminalBackendError as exc:
             reason = f"lost track of the provider job: {describe_exception(exc)}"
-            deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason)
+            deps.end_job(
+                job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="provider"
+            )
             return
         except HasteError as exc:
             # Transient errors, and a backend that cannot start right now (a
@@ -75,7 +91,9 @@ class PollStep:
             if status.state is ComputeState.QUEUED and waited > deps.settings.pipeline.queued_deadline_s:
                 reason = f"the provider did not start it within {deps.settings.pipeline.queued_deadline_s}s"
                 self._cancel_provider(job)
-                deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason)
+                deps.end_job(
+                    job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="deadline"
+                )
                 return
             self._progress(version, status, chain)
             return
@@ -115,6 +133,8 @@ class PollStep:
             return updated.model_copy(update=updates)
 
         deps.store.update(job.id, change, known=version)
+        if status.state is ComputeState.RUNNING and job.detail in (None, "waiting to start") and note != job.detail:
+            meter.provider_started(job, deps.clock())  # the first poll that sees it run
 
     def _workload_lines(self, job: Job, lines: list[ProgressLine]) -> Job:
         """``job`` with the workload's progress lines in its history, at the times they were written."""
@@ -184,9 +204,19 @@ class PollStep:
 
         moved = deps.store.update(job.id, start, known=version)
         if moved.wrote:  # otherwise another delivery got there first and is finishing it
+            meter.workload_ended(job, deps.clock())
             self._finish(moved.version)
 
     def _finish(self, version: Versioned) -> None:
+        started = time.perf_counter()
+        with tracer.step_span("postprocess", traceparent=None, job_id=version.job.id, kind=tracer.INTERNAL):
+            tracer.annotate(version.job)
+            ended = self._postprocess(version)
+        if ended:  # a duplicate delivery that found the job done is not a second post-processing
+            meter.postprocessed(version.job, time.perf_counter() - started)
+
+    def _postprocess(self, version: Versioned) -> bool:
+        """Post-process; True when this call ended the job."""
         deps = self._deps
         job = version.job
         assert job.handle is not None
@@ -198,8 +228,9 @@ class PollStep:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
             message = f"post-processing failed: {exc}"
-            deps.end_job(job.id, JobState.FAILED, message, source="postprocess", reason=str(exc))
-            return
+            return deps.end_job(
+                job.id, JobState.FAILED, message, source="postprocess", reason=str(exc), reason_class="workload"
+            )
         progress = access.read(processor.progress_log_path) or b""
         # The lines not yet copied while the job ran (all of them, for a fast job).
         last_lines, _ = progress_lines(progress[job.progress_offset :] + b"\n")
@@ -229,7 +260,10 @@ class PollStep:
                 progress=1.0,
             )
 
-        deps.store.update(job.id, done, known=version)
+        finished = deps.store.update(job.id, done, known=version)
+        if finished.wrote:  # this call wrote the success (another delivery may have)
+            ended_job(finished.job)
+        return finished.wrote
 
     def _start_follow_ons(self, job: Job, requests: list[JobRequest]) -> list[str]:
         lines = []
@@ -253,4 +287,4 @@ class PollStep:
         try:
             self._deps.service.cancel(job.handle)
         except HasteError as exc:
-            log.warning("cancel of %s failed: %s", job.id, describe_exception(exc))
+            log.warning("cancel of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job))

@@ -18,7 +18,9 @@ Failures are contained where they happen: a job whose record cannot be
 handled is skipped, and a backend whose listing fails (an outage, a 403)
 costs only its own orphan sweep. A failing source is logged as one readable
 line when the problem starts or changes, and again when it recovers — not
-as a traceback every minute (:class:`Conditions`).
+as a traceback every minute (:class:`Conditions`). The same holds for the
+run's summary and for a record that cannot be handled: a line when it
+changes; the metrics (``haste.reconcile.*``) count every run.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.jobs import Unfinished
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo.telemetry import meter, tracer
+from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import HasteError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -97,14 +101,29 @@ class ReconcileStep:
         self._indexed = False  # the store's state index is known complete (ADR 0011)
 
     def run(self) -> ReconcileReport:
-        report = ReconcileReport()
-        now = self._deps.clock()
-        self._jobs(report)
-        for backend in self._deps.service.listing_backends():
-            self._orphans(backend, report)
-        if report.expired or report.resubmitted or report.orphans_cancelled:
-            log.info("reconcile at %s: %s", now.isoformat(), report.summary())
-        return report
+        with tracer.step_span("reconcile", traceparent=None, kind=tracer.INTERNAL) as span:
+            report = ReconcileReport()
+            now = self._deps.clock()
+            self._jobs(report)
+            for backend in self._deps.service.listing_backends():
+                self._orphans(backend, report)
+            findings = {
+                "expired": report.expired,
+                "resubmitted": report.resubmitted,
+                "rearmed": report.rearmed,
+                "orphans_cancelled": report.orphans_cancelled,
+            }
+            for finding, jobs in findings.items():
+                meter.reconcile_finding(finding, len(jobs))
+            if span.is_recording():
+                span.set_attributes({f"haste.reconcile.{name}": len(jobs) for name, jobs in findings.items()})
+            # The same findings run after run (a job that stays queued) are one line, not one a minute.
+            acted = report.expired or report.resubmitted or report.orphans_cancelled
+            if not acted:
+                self._conditions.recovered("summary")
+            elif self._conditions.failed("summary", report.summary()):
+                log.info("reconcile at %s: %s", now.isoformat(), report.summary())
+            return report
 
     def _jobs(self, report: ReconcileReport) -> None:
         """Deadlines, lost submit messages and dead poll chains, for every unfinished job."""
@@ -122,7 +141,7 @@ class ReconcileStep:
             try:
                 self._reconcile(item, report)
             except HasteError as exc:  # one bad record must not stop the sweep
-                log.warning("reconcile: job %s: %s", item.job_id, describe_exception(exc))
+                self._bad_record(item.job_id, exc)
             except AzureError as exc:  # storage went away mid-sweep: the next run picks up
                 self._failed("jobs", "cannot update the unfinished jobs", exc, report)
                 return
@@ -136,18 +155,24 @@ class ReconcileStep:
             return
         quiet = item.updated_at is None or now - item.updated_at > timedelta(seconds=REENQUEUE_AFTER_S)
         if item.state in (JobState.QUEUED, JobState.SUBMITTING) and quiet:
-            deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=item.job_id, kind="submit"))
+            with tracer.within(None):  # no traceparent: the submit step finds the job's own trace
+                deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=item.job_id, kind="submit"))
             report.resubmitted.append(item.job_id)
         elif item.state in FOLLOWED_STATES:
             job = item.job or deps.store.get(item.job_id)
             if not job.state.terminal:
-                deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq))
+                with tracer.within(job.trace_parent):  # the re-armed chain continues the job's trace
+                    deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq))
                 report.rearmed.append(job.id)
 
     def _expire(self, job_id: str, report: ReconcileReport) -> None:
         job = self._deps.store.find(job_id)
-        if job is not None and expire(self._deps, job, SOURCE):
-            report.expired.append(job_id)
+        if job is None:
+            return
+        # A span of its own in the job's trace: the job's failure is recorded there, not on the sweep's span.
+        with tracer.step_span("expire", traceparent=job.trace_parent, job_id=job_id, kind=tracer.INTERNAL):
+            if expire(self._deps, job, SOURCE):
+                report.expired.append(job_id)
 
     def _orphans(self, backend: str, report: ReconcileReport) -> None:
         """Cancel ``backend``'s provider jobs whose record has ended or does not exist."""
@@ -162,7 +187,7 @@ class ReconcileStep:
             try:
                 job = deps.store.find(job_id)
             except HasteError as exc:
-                log.warning("reconcile: job %s: %s", job_id, describe_exception(exc))
+                self._bad_record(job_id, exc)
                 continue
             except AzureError as exc:  # without the records, no job can be called an orphan
                 self._failed("jobs", "cannot read the job records", exc, report)
@@ -175,8 +200,15 @@ class ReconcileStep:
     def _failed(self, source: str, what: str, exc: BaseException, report: ReconcileReport) -> None:
         cause = describe_exception(exc)
         report.unreachable[source] = cause
+        meter.reconcile_error(source)
         if self._conditions.failed(source, cause):
             log.warning("reconcile: %s (%s); the rest of the sweep goes on, and this is tried every run", what, cause)
+
+    def _bad_record(self, job_id: str, exc: HasteError) -> None:
+        """A record the sweep cannot handle: one line when its problem starts or changes, not every run."""
+        cause = describe_exception(exc)
+        if self._conditions.failed(f"job {job_id}", cause):
+            log.warning("reconcile: job %s: %s", job_id, cause, extra=job_fields(job_id=job_id))
 
     def _recovered(self, source: str, what: str) -> None:
         if self._conditions.recovered(source):
@@ -186,4 +218,9 @@ class ReconcileStep:
         try:
             self._deps.service.cancel(handle)
         except Exception as exc:  # the next run tries again; the other orphans must not wait
-            log.warning("reconcile: cancel of %s failed, will retry: %s", job_id, describe_exception(exc))
+            log.warning(
+                "reconcile: cancel of %s failed, will retry: %s",
+                job_id,
+                describe_exception(exc),
+                extra=job_fields(job_id=job_id, backend=handle.backend),
+            )

@@ -16,7 +16,16 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
-from hastegeo.utils.errors import HasteError, JobNotFoundError, TransientBackendError, describe_exception
+from hastegeo.telemetry import meter, tracer
+from hastegeo.telemetry.logs import job_fields
+from hastegeo.telemetry.meter import ReasonClass
+from hastegeo.utils.errors import (
+    HasteError,
+    InvalidJobError,
+    JobNotFoundError,
+    TransientBackendError,
+    describe_exception,
+)
 
 log = logging.getLogger(__name__)
 SOURCE = "submit"
@@ -28,13 +37,24 @@ class SubmitStep:
 
     def handle(self, message: JobMessage) -> None:
         """Raises TransientBackendError (and storage errors) so the host redelivers the message."""
+        with tracer.step_span(
+            "submit", traceparent=message.traceparent, job_id=message.job_id, job_trace=self._deps.trace_of
+        ):
+            self._handle(message)
+
+    def _handle(self, message: JobMessage) -> None:
         deps = self._deps
         try:
             version = deps.store.read(message.job_id)
         except JobNotFoundError:
-            log.warning("submit: job %s does not exist; dropping the message", message.job_id)
+            log.warning(
+                "submit: job %s does not exist; dropping the message",
+                message.job_id,
+                extra=job_fields(job_id=message.job_id),
+            )
             return
         job = version.job
+        tracer.annotate(job)
         if job.state.terminal:
             return
         if job.handle is not None:
@@ -50,6 +70,7 @@ class SubmitStep:
 
         version = deps.store.update(job.id, self._claim, known=version).version
         job = version.job
+        tracer.annotate(job)
         if job.state is not JobState.SUBMITTING:
             return
         processor = deps.processors[job.workload]
@@ -71,15 +92,22 @@ class SubmitStep:
         except HasteError as exc:
             cause = describe_exception(exc)
             line = f"could not be submitted to {job.backend}: {cause}"
-            deps.end_job(job.id, JobState.FAILED, line, source=SOURCE, reason=cause)
+            kind: ReasonClass = "validation" if isinstance(exc, InvalidJobError) else "provider"
+            deps.end_job(job.id, JobState.FAILED, line, source=SOURCE, reason=cause, reason_class=kind)
             return
 
-        job = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version).job
+        bound = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version)
+        job = bound.job
+        if bound.wrote:
+            meter.job_started(job)
+            tracer.annotate(job)
         if job.state is JobState.CANCEL_REQUESTED:
             try:
                 deps.service.cancel(handle)
             except HasteError as exc:
-                log.warning("cancel after submit of %s failed: %s", job.id, describe_exception(exc))
+                log.warning(
+                    "cancel after submit of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job)
+                )
         self._arm_poll(job)
 
     def _claim(self, job: Job) -> Job | None:

@@ -1,6 +1,8 @@
 """Queue names and the pointer messages that travel on them.
 
-A message only points at a job (``jobId``, kind, poll sequence); the stored job
+A message only points at a job (``jobId``, kind, poll sequence, and the W3C
+``traceparent`` of the step that sent it, so the job's trace continues on the
+other side; docs/adr/0012); the stored job
 is the truth. That keeps messages tiny, makes a duplicate delivery
 harmless, and means no state can be overwritten by a stale message.
 Messages are plain JSON text (``messageEncoding: none`` in host.json).
@@ -10,15 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from typing import Literal
 
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient, QueueServiceClient
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from hastegeo.models.ids import ID_PATTERN
+from hastegeo.telemetry.tracer import current_traceparent
 
 SUBMIT_QUEUE = "jobs-submit"
 POLL_QUEUE = "jobs-poll"
@@ -28,6 +32,7 @@ ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE)
 
 MessageKind = Literal["submit", "poll", "nudge"]
 LEGACY_POLL_SEQ_KEY = "attempt"  # the wire name of JobMessage.poll_seq before it was renamed
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 
 
 class JobMessage(BaseModel):
@@ -49,10 +54,22 @@ class JobMessage(BaseModel):
     job_id: str = Field(pattern=ID_PATTERN)
     kind: MessageKind
     poll_seq: int = Field(0, ge=0, validation_alias=AliasChoices("pollSeq", "poll_seq", LEGACY_POLL_SEQ_KEY))
+    # Optional both ways: the previous version ignores it (extra="ignore") and sends none.
+    traceparent: str | None = None
+
+    @field_validator("traceparent", mode="before")
+    @classmethod
+    def _traceparent_or_none(cls, value: object) -> str | None:
+        """A malformed ``traceparent`` costs the trace link, never the job's message."""
+        return value if isinstance(value, str) and _TRACEPARENT.fullmatch(value) else None
 
     def encode(self) -> str:
-        wire = self.model_dump(mode="json", by_alias=True)
+        """The message text, with the current span's ``traceparent`` unless one was set (none without a span)."""
+        wire = self.model_dump(mode="json", by_alias=True, exclude={"traceparent"})
         wire[LEGACY_POLL_SEQ_KEY] = self.poll_seq
+        traceparent = self.traceparent or current_traceparent()
+        if traceparent:
+            wire["traceparent"] = traceparent
         return json.dumps(wire, separators=(",", ":"))
 
 

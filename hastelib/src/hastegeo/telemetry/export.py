@@ -1,0 +1,225 @@
+"""Spans and metrics as JSON lines (one OTLP-shaped object a line), for the development host.
+
+A file is easy to read back (``haste trace <job-id>``) and needs no collector.
+Each line has ``"signal": "span"`` or ``"signal": "metric"``; ids are hex as in
+OTLP/JSON. Metrics are cumulative, so the last line of a metric and attribute
+set holds its total. Imported only when ``HASTE_OTEL_EXPORT`` asks for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.metrics.export import (
+    HistogramDataPoint,
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+    NumberDataPoint,
+)
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler, SamplingResult
+from opentelemetry.trace import Link, SpanKind
+from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import Attributes
+
+
+class StepRoots(Sampler):
+    """Start traces only at steps and requests (use as ``ParentBased(root=StepRoots())``).
+
+    A storage call outside any step (the development host polling its queues
+    every second) would otherwise be a trace of its own, many a minute. Steps
+    and requests are server and consumer spans; the reconciler's run is the
+    one internal root. Inside a trace, the parent decides.
+    """
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        chosen = kind in (SpanKind.SERVER, SpanKind.CONSUMER) or name == "reconcile"
+        return (ALWAYS_ON if chosen else ALWAYS_OFF).should_sample(
+            parent_context, trace_id, name, kind, attributes, links, trace_state
+        )
+
+    def get_description(self) -> str:
+        return "StepRoots"
+
+
+class JsonLines:
+    """Appends lines to a file (opened per write, so several processes may share it) or a stream."""
+
+    def __init__(self, target: Path | IO[str]) -> None:
+        self._target = target
+        self._lock = threading.Lock()
+
+    def write(self, entries: Sequence[dict[str, Any]]) -> None:
+        if not entries:
+            return
+        text = "".join(json.dumps(entry, default=str) + "\n" for entry in entries)
+        with self._lock:
+            if isinstance(self._target, Path):
+                self._target.parent.mkdir(parents=True, exist_ok=True)
+                with self._target.open("a", encoding="utf-8") as handle:
+                    handle.write(text)
+            else:
+                self._target.write(text)
+                self._target.flush()
+
+
+class JsonLinesLogHandler(logging.Handler):
+    """The app's log records as ``"signal": "log"`` lines beside the spans (redacted, job fields as fields)."""
+
+    def __init__(self, sink: JsonLines) -> None:
+        super().__init__(logging.INFO)
+        from hastegeo.telemetry.logs import JsonFormatter
+        from hastegeo.utils.redaction import RedactingFilter
+
+        self._sink = sink
+        self.setFormatter(JsonFormatter())
+        self.addFilter(RedactingFilter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._sink.write([{"signal": "log", **json.loads(self.format(record))}])
+        except Exception:  # a log line must never break the step that wrote it
+            self.handleError(record)
+
+
+def span_entry(span: ReadableSpan) -> dict[str, Any]:
+    context = span.context
+    parent = span.parent
+    return {
+        "signal": "span",
+        "traceId": format(context.trace_id, "032x") if context else None,
+        "spanId": format(context.span_id, "016x") if context else None,
+        "parentSpanId": format(parent.span_id, "016x") if parent else None,
+        "name": span.name,
+        "kind": span.kind.name,
+        "startTimeUnixNano": span.start_time,
+        "endTimeUnixNano": span.end_time,
+        "attributes": dict(span.attributes or {}),
+        "status": {"code": span.status.status_code.name, "message": span.status.description},
+        "links": [format(link.context.trace_id, "032x") for link in span.links],
+        "scope": span.instrumentation_scope.name if span.instrumentation_scope else None,
+    }
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    def __init__(self, sink: JsonLines) -> None:
+        self._sink = sink
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self._sink.write([span_entry(span) for span in spans])
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+
+def _point(point: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"attributes": dict(point.attributes or {})}
+    if isinstance(point, NumberDataPoint):
+        entry["value"] = point.value
+    elif isinstance(point, HistogramDataPoint):
+        entry.update(count=point.count, sum=point.sum, min=point.min, max=point.max)
+    return entry
+
+
+class JsonLinesMetricExporter(MetricExporter):
+    def __init__(self, sink: JsonLines) -> None:
+        super().__init__()
+        self._sink = sink
+
+    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        entries = [
+            {
+                "signal": "metric",
+                "name": metric.name,
+                "unit": metric.unit,
+                "points": [_point(point) for point in metric.data.data_points],
+            }
+            for resource in metrics_data.resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+        ]
+        self._sink.write(entries)
+        return MetricExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        return None
+
+
+def read_trace(path: Path, job_id: str) -> list[dict[str, Any]]:
+    """The spans of the trace(s) that hold a span of ``job_id``, in start order."""
+    spans = [entry for entry in _lines(path) if entry.get("signal") == "span"]
+    traces = {span["traceId"] for span in spans if span["attributes"].get("haste.job_id") == job_id}
+    return sorted((span for span in spans if span["traceId"] in traces), key=lambda span: span["startTimeUnixNano"])
+
+
+def job_logs(path: Path, job_id: str) -> list[dict[str, Any]]:
+    """The log lines of ``job_id`` from a JSON lines file, in order."""
+    return [entry for entry in _lines(path) if entry.get("signal") == "log" and entry.get("job_id") == job_id]
+
+
+def latest_metrics(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each metric's latest points (cumulative totals) from a JSON lines file."""
+    latest: dict[str, list[dict[str, Any]]] = {}
+    for entry in _lines(path):
+        if entry.get("signal") == "metric":
+            latest[entry["name"]] = entry["points"]
+    return latest
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut short by a process that stopped mid-write
+            continue
+    return entries
+
+
+def render_trace(spans: list[dict[str, Any]], write: Callable[[str], None]) -> None:
+    """Print ``spans`` as an indented tree with durations, attributes of note and failures."""
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    ids = {span["spanId"] for span in spans}
+    for span in spans:
+        parent = span["parentSpanId"] if span["parentSpanId"] in ids else None
+        children.setdefault(parent, []).append(span)
+
+    def show(span: dict[str, Any], depth: int) -> None:
+        took = (span["endTimeUnixNano"] - span["startTimeUnixNano"]) / 1e6
+        attrs = span["attributes"]
+        where = " ".join(
+            f"{key.removeprefix('haste.')}={attrs[key]}"
+            for key in ("haste.backend", "haste.state", "haste.poll_seq")
+            if key in attrs
+        )
+        message = (span["status"]["message"] or "").strip().splitlines()
+        failed = f"  ERROR: {message[0] if message else ''}" if span["status"]["code"] == "ERROR" else ""
+        write(f"{'  ' * depth}{span['name']}  {took:.1f} ms  {where}{failed}")
+        for child in children.get(span["spanId"], []):
+            show(child, depth + 1)
+
+    for root in children.get(None, []):
+        show(root, 0)
