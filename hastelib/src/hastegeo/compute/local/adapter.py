@@ -199,8 +199,8 @@ class LocalBackend(ComputeBackend):
         work = self._layout.work(name)
         container = self._blobs.get_container_client(handle.output.container)
         with self._job_lock(name):
-            if (state / "uploaded").exists():
-                return
+            if not (state / "exit.json").exists() or (state / "uploaded").exists():
+                return  # another delivery of this process uploaded it while this one waited
             files = [p for folder in ("outputs", "logs") for p in sorted((work / folder).rglob("*")) if p.is_file()]
             try:
                 for path in files:
@@ -209,6 +209,13 @@ class LocalBackend(ComputeBackend):
                         continue  # an empty stdout/stderr tells nobody anything
                     with path.open("rb") as data:
                         container.upload_blob(handle.output.child(relative), data, overwrite=True)
+            except FileNotFoundError as exc:
+                # The lock is per process: another worker process may have uploaded and cleaned up meanwhile.
+                if (state / "uploaded").exists() or not (state / "exit.json").exists():
+                    return
+                raise TransientBackendError(
+                    f"an output vanished while uploading: {exc.filename}", backend=self.name
+                ) from exc
             except AzureError as exc:
                 raise TransientBackendError(
                     f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
