@@ -4,6 +4,7 @@ supervisors that die or are stopped, and an exit record on every path."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from azure.storage.blob import BlobServiceClient, ExponentialRetry
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeState, InputFile
 from hastegeo.compute.local.adapter import LocalBackend
-from hastegeo.compute.local.layout import LocalLayout, pid_alive, read_json, write_json
+from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, write_json
 from hastegeo.config import load_settings
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from hastegeo_dev.devhost.azurite import Azurite
@@ -264,3 +265,34 @@ def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(own_azurite: Azur
         stand_in.kill()
         stand_in.wait()
         backend.close()
+
+
+def test_two_worker_processes_upload_an_ended_job_once(own_azurite: Azurite, tmp_path: Path) -> None:
+    """A delivery in another process waits for the upload under way, then finds it done (and cleaned up)."""
+    first = make_backend(own_azurite.connection_string, tmp_path / "local")
+    second = make_backend(own_azurite.connection_string, tmp_path / "local")  # another worker's adapter
+    handle = first.submit(spec("two-uploads", WRITER))
+    state = tmp_path / "local" / "jobs" / "haste-two-uploads" / "state"
+    wait_for(lambda: (state / "exit.json").exists())
+    errors: list[BaseException] = []
+
+    def collect() -> None:
+        try:
+            second.collect_outputs(handle)
+        except BaseException as exc:  # reported to the test thread
+            errors.append(exc)
+
+    try:
+        with file_lock(state / "upload.lock"):  # the first delivery is uploading
+            waiting = threading.Thread(target=collect)
+            waiting.start()
+            time.sleep(0.5)
+            assert waiting.is_alive()  # the second waits instead of uploading beside it
+            (state / "uploaded").touch()  # the first finishes and cleans the files up
+            shutil.rmtree(tmp_path / "local" / "jobs" / "haste-two-uploads" / "work")
+        waiting.join(10)
+        assert not waiting.is_alive()
+        assert errors == []
+    finally:
+        first.close()
+        second.close()

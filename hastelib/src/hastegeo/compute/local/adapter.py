@@ -80,7 +80,6 @@ class LocalBackend(ComputeBackend):
         self._blobs = transfer_client(context.blob_service, retry or transfer_retry())
         self._layout = LocalLayout(root).ensure()
         self._layout.write_config(slots, python)
-        self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -92,10 +91,6 @@ class LocalBackend(ComputeBackend):
             if self._watcher is None and not self._stop.is_set():
                 self._watcher = threading.Thread(target=self._watch_exits, name="local-exits", daemon=True)
                 self._watcher.start()
-
-    def _job_lock(self, name: str) -> threading.Lock:
-        with self._lock:
-            return self._locks.setdefault(name, threading.Lock())
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
         self._ensure_watcher()
@@ -198,9 +193,11 @@ class LocalBackend(ComputeBackend):
             return  # not ended (or its files are gone), or uploaded already
         work = self._layout.work(name)
         container = self._blobs.get_container_client(handle.output.container)
-        with self._job_lock(name):
-            if not (state / "exit.json").exists() or (state / "uploaded").exists():
-                return  # another delivery of this process uploaded it while this one waited
+        # Across processes: the host's workers may hold two deliveries of one job, and the one that uploads
+        # first goes on to clean the files up.
+        with file_lock(state / "upload.lock"):
+            if (state / "uploaded").exists():
+                return  # another delivery uploaded it while this one waited
             files = [p for folder in ("outputs", "logs") for p in sorted((work / folder).rglob("*")) if p.is_file()]
             try:
                 for path in files:
@@ -209,13 +206,6 @@ class LocalBackend(ComputeBackend):
                         continue  # an empty stdout/stderr tells nobody anything
                     with path.open("rb") as data:
                         container.upload_blob(handle.output.child(relative), data, overwrite=True)
-            except FileNotFoundError as exc:
-                # The lock is per process: another worker process may have uploaded and cleaned up meanwhile.
-                if (state / "uploaded").exists() or not (state / "exit.json").exists():
-                    return
-                raise TransientBackendError(
-                    f"an output vanished while uploading: {exc.filename}", backend=self.name
-                ) from exc
             except AzureError as exc:
                 raise TransientBackendError(
                     f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
