@@ -154,21 +154,19 @@ class LocalBackend(ComputeBackend):
         if not state.exists():
             return ComputeStatus(state=ComputeState.FAILED, reason="the local job's files are gone")
         ended = read_json(state / "exit.json")
+        if ended is None and not (state / "ready").exists():
+            return ComputeStatus(state=ComputeState.QUEUED, detail="staging inputs")
+        workload = self._layout.active_pid(name)
+        if ended is None and not (workload and pid_alive(workload)):
+            # Admission starts it if a slot is free, or records its end if its workload is gone
+            # without a record; under the scheduler's lock, so a job being started waits for it.
+            self._admit()
+            ended = read_json(state / "exit.json")
         if ended is not None:
             return self._ended_status(name, ended)
         if self._layout.is_waiting(name):
-            self._admit()
             return ComputeStatus(state=ComputeState.QUEUED, detail="waiting for a free local slot")
-        running = read_json(state / "running.json")
-        workload = self._layout.active_pid(name)
-        if workload is not None and pid_alive(workload):
-            return ComputeStatus(state=ComputeState.RUNNING if running else ComputeState.QUEUED)
-        if not (state / "ready").exists():
-            return ComputeStatus(state=ComputeState.QUEUED, detail="staging inputs")
-        ended = self._exit_or_gone(name)
-        if ended is None:  # admitted meanwhile: it is starting
-            return ComputeStatus(state=ComputeState.QUEUED)
-        return self._ended_status(name, ended)
+        return ComputeStatus(state=ComputeState.RUNNING if (state / "running.json").exists() else ComputeState.QUEUED)
 
     def collect_outputs(self, handle: ComputeJobHandle) -> None:
         """Upload ``outputs/**`` and ``logs/**`` of an ended job once; a crash midway simply uploads again.
@@ -257,37 +255,6 @@ class LocalBackend(ComputeBackend):
         name = self._name(handle)
         if (self._layout.state(name) / "uploaded").exists():
             shutil.rmtree(self._layout.work(name), ignore_errors=True)
-
-    def _exit_or_gone(self, name: str) -> dict[str, object] | None:
-        """The job's exit record; written here if its workload is gone without one. None: it is starting.
-
-        Decided under the scheduler's lock: admission takes a job off the
-        queue and records its workload under that lock, so a job caught
-        between the two is never mistaken for one that vanished. A workload
-        that has exited but is not yet reaped still counts as alive: its host
-        records its end before reaping it (:meth:`_reap`).
-        """
-        state = self._layout.state(name)
-        with self._layout.scheduler_lock():
-            ended = read_json(state / "exit.json")
-            if ended is not None:
-                return ended
-            workload = self._layout.active_pid(name)
-            if self._layout.is_waiting(name) or (workload is not None and pid_alive(workload)):
-                return None
-            if (state / "cancel").exists():  # it was being cancelled: that is what the user asked for
-                ended = self._record_exit(name, "cancelled", cancelled=True)
-            else:
-                reason = (
-                    "the workload ended while no host was watching it (a SIGKILL, or a command that is not Python), "
-                    "so its exit was not recorded"
-                    if (state / "running.json").exists()
-                    else "the local host stopped while starting the workload, so its exit was not recorded"
-                )
-                log.warning("local job %s: %s", name, reason)
-                ended = self._record_exit(name, reason)
-        self._admit()  # its slot is free again (admission takes the lock itself)
-        return ended
 
     def _record_exit(self, name: str, reason: str, *, cancelled: bool = False, **stage: str) -> dict[str, object]:
         ended_at = self._context.clock().isoformat()

@@ -32,6 +32,10 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TIME_LIMIT_S = 3600.0
+UNRECORDED = (
+    "the workload ended while no host was watching it (a SIGKILL, or a command that is not Python), "
+    "so its exit was not recorded"
+)
 
 
 class LocalLayout:
@@ -88,7 +92,11 @@ class LocalLayout:
         """Start the workloads of waiting jobs while fewer than ``slots`` run. Returns what it started.
 
         Only hosts call it (on submit, on status, when a workload they started ended):
-        each workload is a child of the host process that admitted it, which reaps it.
+        each workload is a child of the host process that admitted it, which reaps it
+        and records its end if the workload could not. A workload that is gone without
+        a record had no host left to reap it: its end is recorded here, as not recorded.
+        A job moves from ``queue/`` to ``active/`` in one rename, so one that a killed
+        host was starting is never lost nor started twice.
         """
         started: list[tuple[str, subprocess.Popen[bytes]]] = []
         with self.scheduler_lock():
@@ -97,28 +105,36 @@ class LocalLayout:
                 pid = entry.read_text()
                 if pid.isdigit() and pid_alive(int(pid)):
                     free -= 1
-                else:
-                    entry.unlink(missing_ok=True)
+                    continue
+                if not (self.state(entry.name) / "exit.json").exists():
+                    self._record_unrecorded(entry.name, started=bool(pid))
+                entry.unlink()
             for entry in sorted((self.root / "queue").iterdir()):
                 if free <= 0:
                     break
                 name = entry.name.split("-", 1)[1]
-                entry.unlink()
-                state = self.state(name)
-                if (state / "exit.json").exists():
-                    continue  # cancelled while waiting
+                slot = entry.rename(self.root / "active" / name)
                 try:
                     process = self._launch(name, python)
                 except OSError as exc:
                     self.record_exit(name, None, f"could not start the workload: {exc.strerror or exc}")
+                    slot.unlink()
                     continue
-                (self.root / "active" / name).write_text(str(process.pid))
-                write_json(state / "running.json", {"pid": process.pid, "startedAt": now()})
-                with (state / "launches.log").open("a", encoding="utf-8") as launches:
+                slot.write_text(str(process.pid))
+                write_json(self.state(name) / "running.json", {"pid": process.pid, "startedAt": now()})
+                with (self.state(name) / "launches.log").open("a", encoding="utf-8") as launches:
                     launches.write(f"{time.time():.3f} workload {process.pid}\n")
                 started.append((name, process))
                 free -= 1
         return started
+
+    def _record_unrecorded(self, name: str, *, started: bool) -> None:
+        if (self.state(name) / "cancel").exists():  # it was being cancelled: that is what the user asked for
+            self.record_exit(name, None, "cancelled", cancelled=True)
+        elif started:
+            self.record_exit(name, None, UNRECORDED)
+        else:
+            self.record_exit(name, None, "the local host stopped while starting the workload, so it may not have run")
 
     def _launch(self, name: str, python: str) -> subprocess.Popen[bytes]:
         """Start :mod:`.run` for the job in its working directory and a session of its own."""
