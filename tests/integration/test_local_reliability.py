@@ -337,6 +337,21 @@ def test_a_python_workload_runs_as_python_would_and_is_recorded_after_its_thread
         backend.close()
 
 
+def test_a_child_the_workload_forked_neither_records_nor_stops_the_job(own_azurite: Azurite, tmp_path: Path) -> None:
+    forks = ("python", "-c", "import os, time\nif os.fork() == 0:\n    time.sleep(60)\nelse:\n    time.sleep(3)")
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    handle, pid = running_job(backend, tmp_path / "local", "forks", forks)
+    try:
+        wait_for(lambda: len(session(pid)) == 2)
+        child = next(member for member, _ in session(pid) if member != pid)
+        os.kill(child, signal.SIGTERM)  # ends the child as it would without the job's handlers
+        wait_for(lambda: len(session(pid)) == 1)
+        assert not (tmp_path / "local" / "jobs" / "haste-forks" / "state" / "exit.json").exists()
+        assert ended(backend, handle) == (ComputeState.SUCCEEDED, 0, "")
+    finally:
+        backend.close()
+
+
 def test_a_killed_host_leaves_the_truth_on_disk_for_the_next(own_azurite: Azurite, tmp_path: Path) -> None:
     """Python workloads record their own end; what ended unrecorded while no host watched is said to be so."""
     root = tmp_path / "local"

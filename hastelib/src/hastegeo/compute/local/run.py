@@ -53,6 +53,10 @@ class Ending:
             self.record(self.code, None)
 
     def on_signal(self, signum: int, frame: object) -> None:
+        if os.getpid() != self.pid:  # a child the command forked: end as it would have without us
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         if self.recorded:
             return
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -112,6 +116,8 @@ def exit_code(exc: SystemExit) -> int:
 
 
 def main() -> int:
+    if os.getpgrp() != os.getpid():  # started by hand, not by admission: the group it stops must be its own
+        os.setsid()
     ending = Ending(LocalLayout(Path(sys.argv[1])), sys.argv[2])
     atexit.register(ending.at_exit)  # registered first, so it runs last: after the command's own hooks
     for signum in (*STOP_SIGNALS, signal.SIGALRM):
