@@ -245,6 +245,21 @@ def test_a_job_is_one_process_the_host_started_and_its_slot_goes_to_the_next(
         backend.close()
 
 
+def test_a_job_cancelled_while_its_inputs_were_staged_never_starts(own_azurite: Azurite, tmp_path: Path) -> None:
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local", slots=1)
+    first, _ = running_job(backend, tmp_path / "local", "first")
+    late = backend.submit(spec("late", SLEEPER))
+    state = tmp_path / "local" / "jobs" / "haste-late" / "state"
+    # A cancel that found the job neither queued nor running (its inputs were being staged) leaves only this:
+    (state / "cancel").touch()
+    try:
+        backend.cancel(first)  # frees the only slot
+        assert ended(backend, late)[0] is ComputeState.CANCELLED
+        assert not (state / "launches.log").exists()  # never started
+    finally:
+        backend.close()
+
+
 @pytest.mark.parametrize(
     ("signum", "reason", "entrypoint"),
     [

@@ -226,7 +226,7 @@ class LocalBackend(ComputeBackend):
         (state / "cancel").touch()
         with self._layout.scheduler_lock():  # not while admission starts it: it would run unseen
             if self._layout.dequeue(name):
-                self._record_exit(name, "cancelled", cancelled=True)
+                self._record_exit(name, "cancelled")
                 self._nudge(name)
                 return
             workload = self._layout.active_pid(name)
@@ -256,9 +256,8 @@ class LocalBackend(ComputeBackend):
         if (self._layout.state(name) / "uploaded").exists():
             shutil.rmtree(self._layout.work(name), ignore_errors=True)
 
-    def _record_exit(self, name: str, reason: str, *, cancelled: bool = False, **stage: str) -> dict[str, object]:
-        ended_at = self._context.clock().isoformat()
-        return self._layout.record_exit(name, None, reason, cancelled=cancelled, endedAt=ended_at, **stage)
+    def _record_exit(self, name: str, reason: str, **stage: str) -> None:
+        self._layout.record_exit(name, None, reason, endedAt=self._context.clock().isoformat(), **stage)
 
     def _admit(self) -> None:
         """Admit waiting jobs; each workload started here is reaped by a thread of this process."""
@@ -284,8 +283,7 @@ class LocalBackend(ComputeBackend):
                     if code == -signal.SIGALRM  # the interval timer a command keeps across exec (see .run)
                     else f"the workload was killed by {signal.Signals(-code).name}"
                 )
-            cancelled = (state / "cancel").exists()
-            self._layout.record_exit(name, code, "cancelled" if cancelled else reason, cancelled=cancelled)
+            self._layout.record_exit(name, code, reason)
         process.wait()
         self._nudge(name)
         self._admit()

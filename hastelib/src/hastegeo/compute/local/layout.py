@@ -36,6 +36,7 @@ UNRECORDED = (
     "the workload ended while no host was watching it (a SIGKILL, or a command that is not Python), "
     "so its exit was not recorded"
 )
+NOT_STARTED = "the local host stopped while starting the workload, so it may not have run"
 
 
 class LocalLayout:
@@ -80,12 +81,14 @@ class LocalLayout:
     def scheduler_lock(self) -> contextlib.AbstractContextManager[None]:
         return file_lock(self.root / "scheduler.lock")
 
-    def record_exit(
-        self, name: str, code: int | None, reason: str | None, *, cancelled: bool = False, **extra: str | None
-    ) -> dict[str, Any]:
-        """Write the job's exit record (atomically) and return it; ``extra``: ``stage``, ``endedAt``."""
-        ended = {"exitCode": code, "reason": reason, "cancelled": cancelled, "endedAt": now(), **extra}
-        write_json(self.state(name) / "exit.json", ended)
+    def record_exit(self, name: str, code: int | None, reason: str | None, **extra: str) -> dict[str, Any]:
+        """Write the job's exit record (atomically) and return it; ``extra``: ``stage``, ``endedAt``.
+
+        A job being cancelled ended because the user asked: that is its reason, however it ended.
+        """
+        cancelled = (self.state(name) / "cancel").exists()
+        ended = {"exitCode": code, "reason": "cancelled" if cancelled else reason, "cancelled": cancelled}
+        write_json(self.state(name) / "exit.json", {**ended, "endedAt": now(), **extra})
         return ended
 
     def admit(self, slots: int, python: str) -> list[tuple[str, subprocess.Popen[bytes]]]:
@@ -106,14 +109,18 @@ class LocalLayout:
                 if pid.isdigit() and pid_alive(int(pid)):
                     free -= 1
                     continue
-                if not (self.state(entry.name) / "exit.json").exists():
-                    self._record_unrecorded(entry.name, started=bool(pid))
+                if not (self.state(entry.name) / "exit.json").exists():  # no host was left to reap it
+                    self.record_exit(entry.name, None, UNRECORDED if pid else NOT_STARTED)
                 entry.unlink()
             for entry in sorted((self.root / "queue").iterdir()):
                 if free <= 0:
                     break
                 name = entry.name.split("-", 1)[1]
                 slot = entry.rename(self.root / "active" / name)
+                if (self.state(name) / "cancel").exists():  # cancelled while its inputs were being staged
+                    self.record_exit(name, None, "cancelled")
+                    slot.unlink()
+                    continue
                 try:
                     process = self._launch(name, python)
                 except OSError as exc:
@@ -127,14 +134,6 @@ class LocalLayout:
                 started.append((name, process))
                 free -= 1
         return started
-
-    def _record_unrecorded(self, name: str, *, started: bool) -> None:
-        if (self.state(name) / "cancel").exists():  # it was being cancelled: that is what the user asked for
-            self.record_exit(name, None, "cancelled", cancelled=True)
-        elif started:
-            self.record_exit(name, None, UNRECORDED)
-        else:
-            self.record_exit(name, None, "the local host stopped while starting the workload, so it may not have run")
 
     def _launch(self, name: str, python: str) -> subprocess.Popen[bytes]:
         """Start :mod:`.run` for the job in its working directory and a session of its own."""

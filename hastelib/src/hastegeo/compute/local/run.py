@@ -77,8 +77,7 @@ class Ending:
         for stream in (sys.stdout, sys.stderr):  # the logs are complete before anyone acts on the record
             with contextlib.suppress(Exception):
                 stream.flush()
-        cancelled = (self.layout.state(self.name) / "cancel").exists()
-        self.layout.record_exit(self.name, code, "cancelled" if cancelled else reason, cancelled=cancelled)
+        self.layout.record_exit(self.name, code, reason)
 
 
 def run(argv: list[str]) -> None:
