@@ -196,11 +196,12 @@ class RetryPolicy:
         what: str = "provider call",
         retry_on: Collection[ErrorKind] = RETRYABLE,
     ) -> T | None:
-        """:meth:`call`, or None when ``fn`` (which never returns None) fails with an error of a kind in ``answers``.
+        """:meth:`call`, or None when ``fn`` fails with an error of a kind in ``answers``.
 
         For a GET before a create, a create that raced another, or a cancel of
         what already ended, "not found", "exists" or "finished" is the answer,
         not a failure; every other error is re-raised as :meth:`call` does.
+        Where ``fn`` itself may return None, call it for its effect only.
         """
         try:
             return self.call(fn, what=what, retry_on=retry_on)
