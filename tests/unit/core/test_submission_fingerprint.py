@@ -17,23 +17,24 @@ LEGACY = "855f940066d20ea54d6ac43bfddbd068"
 CURRENT = "9ff35794aa673496cc998a32f88dd6f7"
 
 
-def _spec(**overrides: object) -> ComputeJobSpec:
-    values: dict[str, object] = {
-        "job_id": "job-0001",
-        "name": "haste-job-0001",
-        "workload": "imagery",
-        "entrypoint": ("python", "-m", "hastegeo.workflows.imagery"),
-        "args": ("--tiles", "4"),
-        "env": {"HASTE_PARAMS_JSON": '{"bands": 3}', "HASTE_JOB_ID": "job-0001"},
-        "inputs": (
-            InputFile(source=BlobLocation(container="haste-inputs", path="p1/scene.tif"), dest="scene.tif"),
-            InputFile(source=BlobLocation(container="haste-inputs", path="p1/tiles"), dest="tiles", is_prefix=True),
-        ),
-        "output": BlobLocation(container="haste-outputs", path="p1/job-0001"),
-        "labels": {"project": "p1", "job": "job-0001", "workload": "imagery"},
-    }
-    values.update(overrides)
-    return ComputeJobSpec.model_validate(values)
+SPEC = ComputeJobSpec(
+    job_id="job-0001",
+    name="haste-job-0001",
+    workload="imagery",
+    entrypoint=("python", "-m", "hastegeo.workflows.imagery"),
+    args=("--tiles", "4"),
+    env={"HASTE_PARAMS_JSON": '{"bands": 3}', "HASTE_JOB_ID": "job-0001"},
+    inputs=(
+        InputFile(source=BlobLocation(container="haste-inputs", path="p1/scene.tif"), dest="scene.tif"),
+        InputFile(source=BlobLocation(container="haste-inputs", path="p1/tiles"), dest="tiles", is_prefix=True),
+    ),
+    output=BlobLocation(container="haste-outputs", path="p1/job-0001"),
+    labels={"project": "p1", "job": "job-0001", "workload": "imagery"},
+)
+
+
+def _spec(**changes: object) -> ComputeJobSpec:
+    return SPEC.model_copy(update=changes)
 
 
 def test_the_forms_older_releases_stored_are_reproduced() -> None:

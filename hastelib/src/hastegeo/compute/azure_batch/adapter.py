@@ -35,6 +35,7 @@ from hastegeo.compute.contract import (
     ComputeStatus,
     OutputRead,
 )
+from hastegeo.compute.identity import azure_credential
 from hastegeo.compute.retry import RETRYABLE, ErrorKind, RetryBudget, RetryPolicy, backend_error, error_facts
 from hastegeo.utils.errors import (
     BackendError,
@@ -334,10 +335,4 @@ def _credential(settings: BatchSettings) -> Any:
         from azure.core.credentials import AzureNamedKeyCredential
 
         return AzureNamedKeyCredential(settings.account_name, settings.account_key)
-    if settings.auth_mode is AuthMode.DEFAULT:
-        from azure.identity import DefaultAzureCredential
-
-        return DefaultAzureCredential()
-    from azure.identity import ManagedIdentityCredential
-
-    return ManagedIdentityCredential(client_id=settings.client_id or None)
+    return azure_credential(settings.auth_mode.value, settings.client_id)
