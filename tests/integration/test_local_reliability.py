@@ -20,6 +20,7 @@ from azure.storage.blob import BlobServiceClient, ExponentialRetry
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeState, InputFile
+from hastegeo.compute.fingerprint import legacy_fingerprint
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, write_json
 from hastegeo.config import load_settings
@@ -438,6 +439,24 @@ def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(own_azurite: Azur
     finally:
         stand_in.kill()
         stand_in.wait()
+        backend.close()
+
+
+def test_a_repeat_binds_to_a_job_stored_with_the_legacy_fingerprint(own_azurite: Azurite, tmp_path: Path) -> None:
+    """A submit redelivered across the upgrade binds to the job it created; another spec is still refused."""
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    job = spec("legacy", WRITER)
+    backend.submit(job)
+    job_dir = tmp_path / "local" / "jobs" / "haste-legacy"
+    wait_for(lambda: (job_dir / "state" / "exit.json").exists())
+    stored = read_json(job_dir / "spec.json") or {}
+    write_json(job_dir / "spec.json", {**stored, "fingerprint": legacy_fingerprint(job)})
+    try:
+        assert backend.status(backend.submit(job)).state is ComputeState.SUCCEEDED
+        assert len((job_dir / "state" / "launches.log").read_text().splitlines()) == 1
+        with pytest.raises(TerminalBackendError, match="A different local job"):
+            backend.submit(spec("legacy", SLEEPER))
+    finally:
         backend.close()
 
 

@@ -98,7 +98,7 @@ class LocalBackend(ComputeBackend):
         # concurrent duplicate waits, then binds to what the first one made.
         with file_lock(job_dir / "submit.lock"):
             existing = read_json(job_dir / "spec.json")
-            if existing is not None and existing.get("fingerprint") != fingerprint:
+            if existing is not None and not spec.is_same_submission(existing.get("fingerprint")):
                 raise TerminalBackendError(
                     f"A different local job named {spec.name!r} already exists", backend=self.name
                 )
