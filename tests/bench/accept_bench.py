@@ -223,6 +223,19 @@ def measure(
     }
 
 
+def stages(stats: pstats.Stats) -> dict[str, float]:
+    """The request thread's CPU split into storage calls, function code and the host's HTTP work."""
+    total = thread_profile.cumulative(stats, "socketserver.py", "process_request_thread")
+    storage = thread_profile.cumulative(stats, "azure/core/tracing/decorator.py", "wrapper_use_tracer")
+    function = thread_profile.cumulative(stats, "devhost/functions.py", "invoke")
+    output = thread_profile.cumulative(stats, "devhost/outputs.py", "send")
+    return {
+        "storage calls (azure SDK, requests, sockets)": storage,
+        "function code besides its storage calls": function - (storage - output),
+        "dev host: HTTP parsing, routing, response": total - function - output,
+    }
+
+
 def submit(client: ApiClient, request: dict[str, Any], key: str) -> int:
     """Submit until accepted (503 and 500 are retried with the same key); returns how many 500s it met."""
     failures = 0
@@ -256,6 +269,11 @@ def main() -> int:
         print(f"  server CPU per request {1000 * total / args.jobs:.2f} ms (profiled, so inflated), by component:")
         for component, seconds in components.most_common():
             print(f"    {component:<44} {1000 * seconds / args.jobs:7.3f} {100 * seconds / total:5.1f} %")
+        if stats is not None:
+            where = stages(stats)
+            print("  where the request thread's CPU goes (cumulative, profiled):")
+            for stage, seconds in where.items():
+                print(f"    {stage:<44} {1000 * seconds / args.jobs:7.3f} {100 * seconds / total:5.1f} %")
         if stats is not None and args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
             stats.dump_stats(str(args.keep / "accept.prof"))
