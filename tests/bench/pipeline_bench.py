@@ -193,6 +193,7 @@ def main() -> int:
           f"{pipe['jobs_per_s'] / base['jobs_per_s']:>8.2f}")  # fmt: skip
     print(f"{'wall time (s)':28}{pipe['elapsed_s']:>12.1f}{base['elapsed_s']:>12.1f}")
     print(f"{'all accepted after (s)':28}{pipe['accept_s']:>12.2f}")
+    print(f"{'acceptance rate (req/s)':28}{pipe['jobs'] / pipe['accept_s']:>12.1f}")
     print(f"{'idle submit→start p50 (ms)':28}{pipe['idle_start_p50'] * 1000:>12.0f}")
     print(f"{'idle end→terminal p50 (ms)':28}{pipe['idle_end_p50'] * 1000:>12.0f}")
     print(f"{'burst submit→start p50/p90':28}{pipe['start_p50'] * 1000:>12.0f}{pipe['start_p90'] * 1000:>12.0f}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry.configure import configure_telemetry
 from hastegeo.utils.ratelimit import TokenBucket
+from hastegeo.utils.transport import transport_options
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +105,7 @@ def storage_clients(
 ) -> tuple[BlobServiceClient, QueueServiceClient]:
     """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
-    options = budget.client_options() if budget is not None else {}
+    options = {**transport_options(os.environ), **(budget.client_options() if budget is not None else {})}
     if storage.connection_string:
         return (
             BlobServiceClient.from_connection_string(storage.connection_string, **options),
