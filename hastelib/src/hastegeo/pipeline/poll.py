@@ -30,7 +30,7 @@ from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
-from hastegeo.utils.errors import HasteError, JobNotFoundError, TerminalBackendError, describe_exception
+from hastegeo.utils.errors import HasteError, TerminalBackendError, describe_exception
 
 log = logging.getLogger(__name__)
 SOURCE = "poll"
@@ -43,21 +43,12 @@ class PollStep:
         self._acceptor = acceptor
 
     def handle(self, message: JobMessage) -> None:
-        with tracer.step_span(
-            message.kind,
-            traceparent=message.traceparent,
-            job_id=message.job_id,
-            job_trace=self._deps.trace_of,
-            attributes={tracer.POLL_SEQ: message.poll_seq},
-        ):
-            self._handle(message)
+        with self._deps.step(message.kind, message, {tracer.POLL_SEQ: message.poll_seq}) as version:
+            if version is not None:
+                self._handle(message, version)
 
-    def _handle(self, message: JobMessage) -> None:
+    def _handle(self, message: JobMessage, version: Versioned) -> None:
         deps = self._deps
-        try:
-            version = deps.store.read(message.job_id)
-        except JobNotFoundError:
-            return
         job = version.job
         tracer.annotate(job)
         if job.state.terminal or job.handle is None:

@@ -15,6 +15,7 @@ from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
@@ -22,7 +23,6 @@ from hastegeo.telemetry.meter import ReasonClass
 from hastegeo.utils.errors import (
     HasteError,
     InvalidJobError,
-    JobNotFoundError,
     TransientBackendError,
     describe_exception,
 )
@@ -37,22 +37,18 @@ class SubmitStep:
 
     def handle(self, message: JobMessage) -> None:
         """Raises TransientBackendError (and storage errors) so the host redelivers the message."""
-        with tracer.step_span(
-            "submit", traceparent=message.traceparent, job_id=message.job_id, job_trace=self._deps.trace_of
-        ):
-            self._handle(message)
+        with self._deps.step("submit", message) as version:
+            if version is None:
+                log.warning(
+                    "submit: job %s does not exist; dropping the message",
+                    message.job_id,
+                    extra=job_fields(job_id=message.job_id),
+                )
+                return
+            self._handle(version)
 
-    def _handle(self, message: JobMessage) -> None:
+    def _handle(self, version: Versioned) -> None:
         deps = self._deps
-        try:
-            version = deps.store.read(message.job_id)
-        except JobNotFoundError:
-            log.warning(
-                "submit: job %s does not exist; dropping the message",
-                message.job_id,
-                extra=job_fields(job_id=message.job_id),
-            )
-            return
         job = version.job
         tracer.annotate(job)
         if job.state.terminal:
