@@ -125,6 +125,7 @@ def one_job(connection_string: str, workdir: Path, *, inline_exits: bool, profil
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"job {job.id} did not end")
                 time.sleep(0.02)
+            time.sleep(0.5)  # what the step does after its last write (cleanup, the chain's message) counts too
         calls.state = runtime.store.get(job.id).state.value
         with counted(calls, "late poll") as waited:
             deliver(runtime, POLL_QUEUE, poll, settings.pipeline.poll_initial_s + 3, waited)

@@ -11,7 +11,7 @@ import logging
 from datetime import timedelta
 
 from hastegeo.compute.contract import ComputeJobHandle
-from hastegeo.models.job import Job
+from hastegeo.models.job import Job, QueuedMessage
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
@@ -92,7 +92,11 @@ class SubmitStep:
             deps.end_job(job.id, JobState.FAILED, line, source=SOURCE, reason=cause, reason_class=kind)
             return
 
-        bound = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version)
+        # The chain's first message goes before the handle is stored, so that write can name it and
+        # whoever ends the job first can delete it. It waits out the poll delay; one that still
+        # arrives before the handle is stored sends itself again (see the poll step).
+        pending = self._arm_poll(job)
+        bound = deps.store.update(job.id, lambda j: self._bind(j, handle, pending), known=version)
         job = bound.job
         if bound.wrote:
             meter.job_started(job)
@@ -104,7 +108,6 @@ class SubmitStep:
                 log.warning(
                     "cancel after submit of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job)
                 )
-        self._arm_poll(job)
 
     def _claim(self, job: Job) -> Job | None:
         if job.state not in (JobState.QUEUED, JobState.SUBMITTING) or job.handle is not None:
@@ -119,7 +122,7 @@ class SubmitStep:
             attempts=job.attempts.model_copy(update={"submit": attempt}),
         )
 
-    def _bind(self, job: Job, handle: ComputeJobHandle) -> Job | None:
+    def _bind(self, job: Job, handle: ComputeJobHandle, pending: QueuedMessage | None) -> Job | None:
         if job.handle is not None or job.state.terminal:
             return None
         now = self._deps.clock()
@@ -135,11 +138,12 @@ class SubmitStep:
             source=SOURCE,
             state=target,
             handle=handle,
+            poll_message=pending,
             started_at=now,
             deadline_at=now + timedelta(seconds=self._deps.settings.pipeline.run_deadline_s),
         )
 
-    def _arm_poll(self, job: Job) -> None:
-        self._deps.queues.send(
+    def _arm_poll(self, job: Job) -> QueuedMessage | None:
+        return self._deps.queues.send(
             POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq), self._deps.poll_delay(0)
         )
