@@ -11,6 +11,10 @@ end→terminal latency (workload exited → job succeeded), p50 and p90.
 The pipeline runs twice, telemetry off and on (``HASTE_OTEL_EXPORT=file:...``,
 every span, metric and log line written), and the bench reports what tracing
 adds to the end-to-end time (docs/adr/0012 keeps it under 5 %).
+
+Last, one job alone (:mod:`tests.bench.job_calls`): its storage calls step by step, and
+where the host's time goes for it (waiting, Azure SDK, HTTP client, JSON and models,
+processes, telemetry, pipeline code).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo.cli.stack import LocalStack
+from tests.bench import job_calls
 
 T = TypeVar("T")
 WORKLOAD = [sys.executable, "-m", "hastegeo.workflows.artifacts"]
@@ -208,6 +213,8 @@ def main() -> int:
     idle = (traced["idle_start_p50"] * 1000, pipe["idle_start_p50"] * 1000)
     print(f"{'idle submit→start p50 (ms)':28}{idle[0]:>12.0f}{idle[1]:>12.0f}")
     print(f"{'spans written':28}{spans:>12d}")
+    # One job alone, step by step: its storage calls and where the host's time goes (tests.bench.job_calls).
+    print("\n" + "\n".join(job_calls.report(*job_calls.measure())))
     return 0 if all(run["failed"] == 0 for run in untraced_runs + traced_runs) else 1
 
 

@@ -29,6 +29,7 @@ from hastegeo.config import Settings, get_settings
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.control import CancelStep, PoisonStep
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.pipeline.reconcile import ReconcileStep
@@ -129,10 +130,14 @@ def build_runtime(
     sleep: Callable[[float], None] = time.sleep,
     ensure_resources: bool = True,
     api_budget: StorageBudget = API_STORAGE_BUDGET,
+    inline_exits: bool = False,
 ) -> Runtime:
     """Wire the pipeline. ``factories`` overrides adapter factories by backend name (tests).
 
     ``api_budget`` bounds the storage calls HTTP handlers make (:attr:`Runtime.api`).
+    ``inline_exits``: a workload exit the local backend sees is handled in this process at
+    once (:mod:`hastegeo.pipeline.exits`; the Functions app's runtime does this); otherwise
+    it becomes a ``nudge`` message, which a test driving the steps one by one delivers itself.
     """
     configure_telemetry(settings.telemetry.export)  # before any client exists: their calls become spans
     blobs, queue_service = storage_clients(settings)
@@ -142,10 +147,13 @@ def build_runtime(
         _ensure(blobs, queues, settings)
     store = JobStore(jobs_container)
 
-    def nudge(job_id: str) -> None:
-        queues.send(POLL_QUEUE, JobMessage(job_id=job_id, kind="nudge"))
+    def nudge(message: JobMessage) -> None:
+        queues.send(POLL_QUEUE, message)
 
-    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=nudge, clock=clock, sleep=sleep)
+    steps: list[PollStep] = []  # the poll step, once built (the backends it drives are built first)
+    exits = ExitHandler(poll=lambda message: steps[0].handle(message), fallback=nudge)
+    notify_exit = exits if inline_exits else (lambda job_id: nudge(JobMessage(job_id=job_id, kind="nudge")))
+    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=notify_exit, clock=clock, sleep=sleep)
     known = {
         name: replace(descriptor, factory=(factories or {}).get(name, descriptor.factory))
         for name, descriptor in descriptors().items()
@@ -192,6 +200,8 @@ def build_runtime(
         ),
         queues=QueueSender(api_queue_service),
     )
+    poll = PollStep(deps, OutputReader(blobs, service), acceptor)
+    steps.append(poll)
     return Runtime(
         settings=settings,
         blobs=blobs,
@@ -201,7 +211,7 @@ def build_runtime(
         deps=deps,
         acceptor=acceptor,
         submit=SubmitStep(deps),
-        poll=PollStep(deps, OutputReader(blobs, service), acceptor),
+        poll=poll,
         cancel=CancelStep(deps),
         poison=PoisonStep(deps),
         upstream=UpstreamStep(deps, acceptor),
@@ -239,7 +249,7 @@ def get_runtime() -> Runtime:
     global _runtime
     with _lock:
         if _runtime is None:
-            _runtime = build_runtime(get_settings())
+            _runtime = build_runtime(get_settings(), inline_exits=True)
         return _runtime
 
 
