@@ -37,6 +37,7 @@ from hastegeo.processors import PROCESSORS
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry.configure import configure_telemetry
+from hastegeo.telemetry.tracer import STORAGE_CLIENT_OPTIONS
 from hastegeo.utils.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,8 @@ def storage_clients(
 ) -> tuple[BlobServiceClient, QueueServiceClient]:
     """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
-    options = budget.client_options() if budget is not None else {}
+    # A storage call is one span when traced, without its HTTP request's (docs/adr/0012).
+    options = {**STORAGE_CLIENT_OPTIONS, **(budget.client_options() if budget is not None else {})}
     if storage.connection_string:
         return (
             BlobServiceClient.from_connection_string(storage.connection_string, **options),

@@ -21,6 +21,10 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer, TracerProvider
 
 log = logging.getLogger(__name__)
 SERVICE_NAME = "haste-compute"
@@ -95,6 +99,7 @@ def _json_lines(path: Path | None, metric_interval_s: float) -> None:
         max_export_batch_size=EXPORT_BATCH,
     )
     tracer_provider.add_span_processor(processor)
+    cache_tracers(tracer_provider)
     trace.set_tracer_provider(tracer_provider)
     reader = PeriodicExportingMetricReader(
         JsonLinesMetricExporter(sink), export_interval_millis=int(metric_interval_s * 1000)
@@ -119,6 +124,36 @@ def _azure() -> None:
     sampler = getattr(provider, "sampler", None)
     if sampler is not None:
         provider.sampler = QuietStorageHttp(sampler)  # type: ignore[attr-defined]
+    cache_tracers(provider)
+
+
+def cache_tracers(provider: TracerProvider) -> None:
+    """Make ``provider.get_tracer`` a dictionary lookup for the arguments it has seen before.
+
+    azure-core's OpenTelemetry plugin asks for its tracer at every span it starts
+    (each storage call); the SDK answers by building two scope objects and
+    re-installing a warnings filter every time, only to return the tracer it
+    cached for that scope. That cost as much CPU as the rest of the storage
+    span (docs/adr/0012); the lookup returns the same tracer for much less.
+    """
+    original = provider.get_tracer
+    tracers: dict[tuple[str, str | None, str | None], Tracer] = {}
+
+    def get_tracer(
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Any = None,
+    ) -> Tracer:
+        if attributes:
+            return original(instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
+        key = (instrumenting_module_name, instrumenting_library_version, schema_url)
+        tracer = tracers.get(key)
+        if tracer is None:
+            tracer = tracers[key] = original(*key)
+        return tracer
+
+    provider.get_tracer = get_tracer  # type: ignore[method-assign]
 
 
 def flush_telemetry(timeout_s: float = 5.0) -> None:

@@ -9,6 +9,9 @@
   child doubled the spans a job costs for little. Provider calls (Batch, Azure
   ML) keep their HTTP spans: their retries and status codes are what an
   operator looks for.
+- :data:`hastegeo.telemetry.tracer.STORAGE_CLIENT_OPTIONS` spares the pipeline's
+  own storage clients even the dropped span: azure-core skips its HTTP tracing
+  for their requests.
 - :func:`pipeline_sampler` puts them together from ``OTEL_TRACES_SAMPLER`` and
   ``OTEL_TRACES_SAMPLER_ARG`` (docs/adr/0012, docs/operations.md).
 """
