@@ -11,11 +11,13 @@ end→terminal latency (workload exited → job succeeded), p50 and p90.
 The pipeline runs in alternated rounds, telemetry off then on
 (``HASTE_OTEL_EXPORT=file:...``, every span, metric and log line written), and
 the bench reports what tracing adds (docs/adr/0012 keeps it under 5 %): the
-CPU seconds per job of the development host and its worker processes (the
-measure other load on a shared machine barely moves, :mod:`.process_cpu`),
-the end-to-end wall time, and Azurite's CPU, each as the median over the
-rounds with its spread; the spans a job's trace holds; and what exporting
-them cost (the exporter's own CPU time).
+CPU seconds per job of the development host and its worker processes (far
+less moved by other load on a shared machine than wall time,
+:mod:`.process_cpu`) less what their queue polling costs while idle
+(measured for a few seconds before the burst), the end-to-end wall time, and
+Azurite's CPU per job, each as the median over the rounds with its spread;
+the spans a job's trace holds; and what exporting them cost (the exporter's
+own CPU time).
 """
 
 from __future__ import annotations
@@ -102,8 +104,9 @@ def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off"
         assert stack.host.process is not None
         host_cpu, azurite_cpu = TreeCpu(stack.host.process.pid), TreeCpu(_azurite_pid())
         host_cpu.start()
-        time.sleep(IDLE_S)  # the host's own queue polling, which runs whatever the jobs do
-        idle_cpu_s = host_cpu.stop()
+        azurite_cpu.start()
+        time.sleep(IDLE_S)  # the host's own queue polling (and Azurite answering it), whatever the jobs do
+        idle_cpu_s, idle_storage_cpu_s = host_cpu.stop(), azurite_cpu.stop()
         host_cpu.start()
         azurite_cpu.start()
         started = time.time()
@@ -136,7 +139,7 @@ def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off"
             "cpu_per_job_ms": cpu_s / jobs * 1000,
             "idle_cpu_ms_per_s": idle_cpu_s / IDLE_S * 1000,
             "net_cpu_per_job_ms": (cpu_s - idle_cpu_s / IDLE_S * window_s) / jobs * 1000,
-            "azurite_cpu_per_job_ms": storage_cpu_s / jobs * 1000,
+            "azurite_cpu_per_job_ms": (storage_cpu_s - idle_storage_cpu_s / IDLE_S * window_s) / jobs * 1000,
             **idle,
             **(_trace_cost(Path(export.removeprefix("file:")), list(submitted)) if export.startswith("file:") else {}),
         }

@@ -36,8 +36,8 @@ from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
+from hastegeo.telemetry import tracer
 from hastegeo.telemetry.configure import configure_telemetry
-from hastegeo.telemetry.tracer import STORAGE_CLIENT_OPTIONS
 from hastegeo.utils.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def storage_clients(
     """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
     # A storage call is one span when traced, without its HTTP request's (docs/adr/0012).
-    options = {**STORAGE_CLIENT_OPTIONS, **(budget.client_options() if budget is not None else {})}
+    options = {**tracer.STORAGE_CLIENT_OPTIONS, **(budget.client_options() if budget is not None else {})}
     if storage.connection_string:
         return (
             BlobServiceClient.from_connection_string(storage.connection_string, **options),
@@ -143,7 +143,8 @@ def build_runtime(
     store = JobStore(jobs_container)
 
     def nudge(job_id: str) -> None:
-        queues.send(POLL_QUEUE, JobMessage(job_id=job_id, kind="nudge"))
+        with tracer.within(tracer.recent_traceparent(job_id)):  # the job's trace, known from its submit step
+            queues.send(POLL_QUEUE, JobMessage(job_id=job_id, kind="nudge"))
 
     context = BackendContext(settings=settings, blob_service=blobs, notify_exit=nudge, clock=clock, sleep=sleep)
     known = {
