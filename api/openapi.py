@@ -315,7 +315,14 @@ def openapi_document() -> dict[str, Any]:
                             "name": "state",
                             "in": "query",
                             "required": False,
-                            "schema": {"type": "string", "enum": [s.value for s in JobState]},
+                            "description": "One state or several, comma-separated (running,queued).",
+                            "style": "form",
+                            "explode": False,
+                            "schema": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {"type": "string", "enum": [s.value for s in JobState]},
+                            },
                         },
                         {
                             "name": "pageSize",

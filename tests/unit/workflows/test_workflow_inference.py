@@ -97,7 +97,7 @@ def test_building_fractions_match_a_hand_computed_case(run_workload: RunJob, tmp
     }  # fmt: skip
     with rasterio.open(job.outputs / "classes.tif") as classes:
         values = classes.read(1)
-        assert classes.tags()["CLASS_NAMES"] == "a,b"
+        assert json.loads(classes.tags()["CLASS_NAMES"]) == ["a", "b"]
         assert classes.nodata == 255
     expected = np.where(np.arange(8) < 4, 0, 1)[np.newaxis, :].repeat(8, axis=0)
     expected[0, 0] = 255

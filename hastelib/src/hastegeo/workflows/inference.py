@@ -9,7 +9,7 @@ Parameters:
   if present; without footprints only the class raster is written).
 
 Outputs: ``classes.tif`` (uint8 COG: class index, 255 = nodata, class names
-in the ``CLASS_NAMES`` tag), ``classes.png`` (its quicklook in the colour
+in the ``CLASS_NAMES`` tag, a JSON array: a name may hold a comma), ``classes.png`` (its quicklook in the colour
 table's colours, at most 512 pixels a side), ``class_summary.json`` (pixels per class),
 ``building_classes.geojson`` (per footprint: the fraction of its classified
 pixels in each class; a pixel belongs to a footprint when its centre is
@@ -18,6 +18,7 @@ inside), then the manifest.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ def classify_raster(model: PixelClassifier, dataset: Any, target: Path) -> np.nd
                 classes[valid] = predicted.astype(np.uint8)
                 counts += np.bincount(predicted, minlength=len(model.classes))
             out.write(classes[np.newaxis], window=window)
-        out.update_tags(CLASS_NAMES=",".join(model.classes))
+        out.update_tags(CLASS_NAMES=json.dumps(list(model.classes)))
         out.write_colormap(
             1, {i: (*PALETTE[i % len(PALETTE)], 255) for i in range(len(model.classes))} | {CLASS_NODATA: (0, 0, 0, 0)}
         )

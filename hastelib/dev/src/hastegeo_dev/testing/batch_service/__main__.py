@@ -24,14 +24,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # The key is generated per run and printed once, for the caller to put into BATCH_ACCOUNT_KEY.
     service = BatchTestService(args.azurite or None, account_name=args.account_name, port=args.port, root=args.root)
+    # Handlers first: a caller may send SIGTERM as soon as it reads the URL, and must get a clean stop.
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     service.start()
     print(f"BATCH_ACCOUNT_URL={service.url}", flush=True)
     print(f"BATCH_ACCOUNT_NAME={service.account_name}", flush=True)
     print(f"BATCH_ACCOUNT_KEY={service.account_key}", flush=True)
     print("BATCH_AUTH_MODE=shared_key", flush=True)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     stop.wait()
     service.stop()
     return 0
