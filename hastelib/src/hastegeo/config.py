@@ -22,7 +22,7 @@ from hastegeo.compute.azure_batch.settings import BatchSettings
 from hastegeo.compute.azure_ml.settings import AmlSettings
 from hastegeo.compute.contract import WORKLOADS
 from hastegeo.compute.registry import backend_names, descriptors
-from hastegeo.settings_base import CsvFloatMap, CsvList, CsvMap, _Section
+from hastegeo.settings_base import CsvFloatMap, CsvList, CsvMap, _Section, describe_errors, load_section
 from hastegeo.utils.errors import ConfigurationError
 
 
@@ -292,30 +292,16 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     problems: list[str] = []
     sections: dict[str, Any] = {}
     for key, model in SECTIONS.items():
-        values = {
-            field.alias: env[field.alias]
-            for field in model.model_fields.values()
-            if field.alias and env.get(field.alias, "") != ""
-        }
         try:
-            sections[key] = model.model_validate(values)
+            sections[key] = model.from_environ(env)
         except ValidationError as exc:
-            problems.extend(_describe(exc))
+            problems.extend(describe_errors(exc))
     if problems:
         raise ConfigurationError("Invalid settings: " + "; ".join(problems))
     try:
         return Settings.model_validate({**sections, "in_azure_functions": in_azure_functions(env)})
     except ValidationError as exc:
-        raise ConfigurationError("Invalid settings: " + "; ".join(_describe(exc))) from None
-
-
-def _describe(exc: ValidationError) -> list[str]:
-    lines = []
-    for error in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(part) for part in error["loc"] if part != "__root__")
-        message = error["msg"].removeprefix("Value error, ")
-        lines.append(f"{where}: {message}" if where else message)
-    return lines
+        raise ConfigurationError("Invalid settings: " + "; ".join(describe_errors(exc))) from None
 
 
 def http_auth_level(environ: Mapping[str, str] | None = None) -> HttpAuthLevel:
@@ -342,12 +328,7 @@ def telemetry_settings(environ: Mapping[str, str] | None = None) -> TelemetrySet
     Raises:
         ConfigurationError: ``HASTE_OTEL_EXPORT`` is not a known export.
     """
-    env = os.environ if environ is None else environ
-    values = {f.alias: env[f.alias] for f in TelemetrySettings.model_fields.values() if f.alias and env.get(f.alias)}
-    try:
-        return TelemetrySettings.model_validate(values)
-    except ValidationError as exc:
-        raise ConfigurationError("Invalid settings: " + "; ".join(_describe(exc))) from None
+    return load_section(TelemetrySettings, os.environ if environ is None else environ)
 
 
 @lru_cache(maxsize=1)

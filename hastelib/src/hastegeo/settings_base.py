@@ -1,14 +1,19 @@
-"""Building blocks for settings sections: comma-separated lists and maps from one variable.
+"""Building blocks for settings sections: comma-separated lists and maps from one variable, and loading.
 
 Kept apart from :mod:`hastegeo.config` so each backend can define its own
-section next to its adapter without an import cycle.
+section next to its adapter without an import cycle. A backend's section
+(:class:`BackendSection`) also says what the backend cannot do with these
+settings, which its descriptor reports, so no adapter writes that twice.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+from hastegeo.utils.errors import ConfigurationError
 
 
 def _split_list(value: Any) -> Any:
@@ -40,6 +45,69 @@ class Section(BaseModel):
     """A group of settings; each field's alias is its environment variable."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Self:
+        """The section from ``environ``; an empty variable means its default, as an unset one does.
+
+        Raises:
+            ValidationError: a variable is invalid (see :func:`describe_errors`).
+        """
+        fields = cls.model_fields.values()
+        return cls.model_validate({f.alias: environ[f.alias] for f in fields if f.alias and environ.get(f.alias)})
+
+    def empty(self, *fields: str) -> list[str]:
+        """The variables of the named fields that are empty, in the order given."""
+        return [type(self).model_fields[name].alias or name for name in fields if not getattr(self, name)]
+
+
+class BackendSection(Section):
+    """The settings of one backend, which also say what that backend cannot do with them."""
+
+    def limits(self, workloads: Iterable[str]) -> dict[str, str]:
+        """Workload → why the backend cannot run it with these settings (what its ``submit`` would refuse)."""
+        return {}
+
+    def enable_problem(self) -> str | None:
+        """Why the backend must not be enabled at all with these settings (checked at start-up), or None."""
+        return None
+
+
+S = TypeVar("S", bound=Section)
+
+
+def workload_limits(
+    workloads: Iterable[str], whole: str | None, tables: Sequence[tuple[Mapping[str, str], str]]
+) -> dict[str, str]:
+    """Workload → ``whole`` when set, else the reason of the first (table, reason) whose table names nothing for it."""
+    limits: dict[str, str] = {}
+    for workload in workloads:
+        reason = whole or next((why for table, why in tables if not table.get(workload)), None)
+        if reason:
+            limits[workload] = reason
+    return limits
+
+
+def load_section(model: type[S], environ: Mapping[str, str], title: str = "Invalid settings") -> S:
+    """One section from ``environ`` (for a tool that needs no other settings).
+
+    Raises:
+        ConfigurationError: ``title`` and every invalid variable by name with the reason.
+    """
+    try:
+        return model.from_environ(environ)
+    except ValidationError as exc:
+        raise ConfigurationError(f"{title}: " + "; ".join(describe_errors(exc))) from None
+
+
+def describe_errors(exc: ValidationError) -> list[str]:
+    """One ``where: why`` line per error of a settings model (``where``: the variable or section)."""
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in error["loc"] if part != "__root__")
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {message}" if where else message)
+    return lines
 
 
 _Section = Section

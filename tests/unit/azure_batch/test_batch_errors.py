@@ -15,8 +15,8 @@ from azure.core.exceptions import (
 )
 
 from hastegeo.compute.azure_batch.errors import BATCH_ERRORS
-from hastegeo.compute.retry import ErrorKind, RetryBudget, RetryPolicy, error_facts
-from hastegeo.utils.errors import describe_exception
+from hastegeo.compute.retry import ErrorKind, RetryBudget, RetryPolicy, backend_error, error_facts
+from hastegeo.utils.errors import TerminalBackendError, TransientBackendError, describe_exception
 
 
 class FakeResponse:
@@ -177,3 +177,37 @@ def test_non_retryable_codes_fail_at_once(code: str) -> None:
     with pytest.raises(ResourceExistsError):
         RetryPolicy(RetryBudget(attempts=5), BATCH_ERRORS, waits.append).call(fn)
     assert (fn.calls, waits) == (1, [])
+
+
+def test_an_answer_kind_is_none_after_retries_and_anything_else_is_raised() -> None:
+    waits: list[float] = []
+    policy = RetryPolicy(RetryBudget(attempts=4, backoff_s=1, max_wait_s=20), BATCH_ERRORS, waits.append)
+    ended = frozenset({ErrorKind.FINISHED, ErrorKind.NOT_FOUND})
+    busy_then_gone = Flaky(
+        azure_error(HttpResponseError, 503, "ServerBusy"), azure_error(ResourceNotFoundError, 404, "JobNotFound")
+    )
+    assert policy.call_unless(ended, busy_then_gone) is None  # the transient error was retried first
+    assert (busy_then_gone.calls, waits) == (2, [1.0])
+    assert policy.call_unless(ended, Flaky()) == "ok"
+    exists = azure_error(ResourceExistsError, 409, "JobExists")
+    with pytest.raises(ResourceExistsError) as raised:
+        policy.call_unless(ended, Flaky(exists))
+    assert raised.value is exists
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "error"),
+    [
+        ("ServerBusy", 503, TransientBackendError),
+        ("NodeNotReady", 409, TransientBackendError),
+        ("JobExists", 409, TerminalBackendError),
+    ],
+)
+def test_backend_error_is_transient_only_where_a_retry_could_help(
+    code: str, status: int, error: type[Exception]
+) -> None:
+    made = backend_error(
+        BATCH_ERRORS.kind(azure_error(HttpResponseError, status, code)), "it failed", backend="azure_batch"
+    )
+    assert type(made) is error
+    assert (str(made), made.backend) == ("it failed", "azure_batch")

@@ -15,10 +15,11 @@ from azure.core.exceptions import ServiceRequestError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.azure_ml.adapter import SUBMISSION_RECORD, AzureMLBackend, create
-from hastegeo.compute.azure_ml.entities import TAG_CODE_HASH, build_command_job, job_name
+from hastegeo.compute.azure_ml.entities import TAG_CODE_HASH, TAG_FINGERPRINT, build_command_job, job_name
 from hastegeo.compute.azure_ml.settings import AmlMode
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import ComputeBackend, ComputeJobSpec, ComputeState
+from hastegeo.compute.fingerprint import legacy_fingerprint
 from hastegeo.utils.errors import ConfigurationError, TerminalBackendError, TransientBackendError
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.aml_standin import StandInMLClient, http_error
@@ -124,6 +125,24 @@ def test_a_same_named_job_that_is_not_ours_is_refused(harness: Harness) -> None:
     other = harness.spec().model_copy(update={"args": ("--different",)})
     with pytest.raises(TerminalBackendError, match="not submitted for this job spec"):
         harness.backend.submit(other)
+
+
+@pytest.mark.parametrize("same_spec", [True, False])
+def test_a_job_submitted_before_the_one_fingerprint_binds_after_the_upgrade(harness: Harness, same_spec: bool) -> None:
+    """Such a job carries the whole-spec digest (pinned to the old code in test_submission_fingerprint)."""
+    spec = harness.spec()
+    stored_for = spec if same_spec else spec.model_copy(update={"args": ("--different",)})
+    old = build_command_job(spec, harness.context.settings.aml, environment="azureml:haste-runtime:1")._to_job()
+    old.tags[TAG_FINGERPRINT] = legacy_fingerprint(stored_for)
+    harness.client.state.jobs[job_name(spec)] = old
+    harness.client.state.statuses[job_name(spec)] = "Running"
+    if not same_spec:
+        with pytest.raises(TerminalBackendError, match="not submitted for this job spec"):
+            harness.backend.submit(spec)
+        return
+    handle = harness.backend.submit(spec)  # the redelivered submit
+    assert harness.client.count("jobs.create_or_update") == 0
+    assert harness.backend.status(handle).state is ComputeState.RUNNING
 
 
 def test_a_conflicting_concurrent_create_binds(harness: Harness) -> None:

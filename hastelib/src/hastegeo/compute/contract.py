@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import abc
 import enum
-import hashlib
-import json
 from datetime import datetime
 from typing import ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from hastegeo.compute import fingerprint as _fingerprint
 
 Workload = Literal["imagery", "training", "inference", "embedding", "artifacts"]
 WORKLOADS: tuple[str, ...] = get_args(Workload)
@@ -68,12 +68,12 @@ class ComputeJobSpec(_Frozen):
     def argv(self) -> tuple[str, ...]:
         return self.entrypoint + self.args
 
-    def fingerprint(self) -> str:
-        """What makes a submission *this* one, on every backend (identity fields only: labels may change)."""
-        identity: dict[str, object] = {"jobId": self.job_id, "name": self.name, "workload": self.workload}
-        identity.update(image=self.image, argv=list(self.argv), output=[self.output.container, self.output.path])
-        encoded = json.dumps(identity, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        return hashlib.sha256(encoded).hexdigest()[:32]
+    def fingerprint(self) -> str:  # what makes a submission *this* one on every backend; stored with its job
+        return _fingerprint.fingerprint(self)
+
+    def is_same_submission(self, stored: str | None) -> bool:
+        """Whether a job that carries fingerprint ``stored`` is this submission (legacy form: :mod:`.fingerprint`)."""
+        return stored is not None and stored in _fingerprint.accepted(self)
 
 
 class ComputeJobHandle(_Frozen):
@@ -114,7 +114,7 @@ class OutputRead(_Frozen):
 
 
 class ComputeBackend(abc.ABC):
-    """One backend. ``submit`` binds a repeat to the job whose fingerprint matches; ``status`` raises only
+    """One backend. ``submit`` binds a repeat to a job ``is_same_submission`` accepts; ``status`` raises only
     Transient/TerminalBackendError; ``cancel`` of a finished job is fine; ``cleanup`` is best-effort and
     skips a node a read found gone (``unavailable_reason``); ``list_active``: (our job id, handle) still
     running. Optional capabilities are the methods with bodies: their defaults are safe."""

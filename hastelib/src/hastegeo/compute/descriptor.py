@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from hastegeo.compute.context import BackendContext
     from hastegeo.compute.contract import ComputeBackend
     from hastegeo.config import Settings
+    from hastegeo.settings_base import BackendSection
 
 BackendFactory = Callable[["BackendContext"], "ComputeBackend"]
 
@@ -49,6 +50,21 @@ class BackendDescriptor:
         """The workloads this backend can run with ``settings``."""
         wanted = frozenset(workloads)
         return wanted - frozenset(self.limits(settings, wanted))
+
+    @classmethod
+    def for_section(cls, name: str, section: str, factory: str) -> BackendDescriptor:
+        """A backend built by ``factory`` (``module:callable``) whose :class:`~hastegeo.settings_base.BackendSection`
+        ``section`` of :class:`~hastegeo.config.Settings` answers ``limits`` and ``enable_problem``."""
+
+        def of(settings: Settings) -> BackendSection:
+            found: BackendSection = getattr(settings, section)
+            return found
+
+        def enable_problem(settings: Settings) -> str | None:
+            problem = of(settings).enable_problem()
+            return f"{name} is enabled (HASTE_BACKENDS_ENABLED) but {problem}" if problem else None
+
+        return cls(name, lazy_factory(factory), section, lambda s, w: of(s).limits(w), enable_problem)
 
 
 def lazy_factory(path: str) -> BackendFactory:

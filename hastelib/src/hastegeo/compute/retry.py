@@ -33,6 +33,8 @@ from azure.core.exceptions import (
 )
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from hastegeo.utils.errors import BackendError, TerminalBackendError, TransientBackendError
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -185,6 +187,34 @@ class RetryPolicy:
             before_sleep=before_sleep,
         )
         return retrying(fn)
+
+    def call_unless(
+        self,
+        answers: Collection[ErrorKind],
+        fn: Callable[[], T],
+        *,
+        what: str = "provider call",
+        retry_on: Collection[ErrorKind] = RETRYABLE,
+    ) -> T | None:
+        """:meth:`call`, or None when ``fn`` fails with an error of a kind in ``answers``.
+
+        For a GET before a create, a create that raced another, or a cancel of
+        what already ended, "not found", "exists" or "finished" is the answer,
+        not a failure; every other error is re-raised as :meth:`call` does.
+        Where ``fn`` itself may return None, call it for its effect only.
+        """
+        try:
+            return self.call(fn, what=what, retry_on=retry_on)
+        except Exception as exc:
+            if self.kind(exc) in answers:
+                return None
+            raise
+
+
+def backend_error(kind: ErrorKind, message: str, *, backend: str) -> BackendError:
+    """The project's error for a provider error of ``kind``: transient when a later step could succeed."""
+    cls = TransientBackendError if kind in RETRYABLE else TerminalBackendError
+    return cls(message, backend=backend)
 
 
 def _outcome(state: RetryCallState) -> BaseException | None:

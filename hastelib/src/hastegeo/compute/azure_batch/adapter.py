@@ -35,7 +35,8 @@ from hastegeo.compute.contract import (
     ComputeStatus,
     OutputRead,
 )
-from hastegeo.compute.retry import RETRYABLE, ErrorKind, RetryBudget, RetryPolicy, error_facts
+from hastegeo.compute.identity import azure_credential
+from hastegeo.compute.retry import RETRYABLE, ErrorKind, RetryBudget, RetryPolicy, backend_error, error_facts
 from hastegeo.utils.errors import (
     BackendError,
     ConfigurationError,
@@ -50,6 +51,8 @@ T = TypeVar("T")
 
 CLEANUP_REASON = "HasteCleanup"
 _UNAVAILABLE = frozenset({ErrorKind.NODE_GONE, ErrorKind.NODE_TRANSITION, ErrorKind.NOT_FOUND})
+_FINISHED = frozenset({ErrorKind.FINISHED})
+_ENDED = frozenset({ErrorKind.FINISHED, ErrorKind.NOT_FOUND})  # nothing left to cancel or terminate
 _STDERR_TAIL_BYTES = 4096
 
 
@@ -93,7 +96,7 @@ class BatchBackend(ComputeBackend):
             raise TerminalBackendError(f"No image for workload {spec.workload!r} (BATCH_IMAGES)", backend=self.name)
         job_id = provider_id(spec.name)
         task_id = job_id
-        digest = spec.fingerprint()
+        digest = spec.fingerprint()  # what a later submit compares (is_same_submission)
         placement = taskspec.Placement(
             pool_id=pool_id,
             image=image,
@@ -104,8 +107,8 @@ class BatchBackend(ComputeBackend):
         )
         task = taskspec.task_options(spec, task_id, placement, digest)  # a bad spec fails before any call
         try:
-            self._create_job(taskspec.job_options(spec, job_id, pool_id, digest), digest)
-            self._create_task(job_id, task, digest)
+            self._create_job(taskspec.job_options(spec, job_id, pool_id, digest), spec)
+            self._create_task(job_id, task, spec)
             self._finish_submission(job_id)
         except AzureError as exc:
             raise self._translate(exc, f"submitting Batch job {job_id}") from exc
@@ -173,10 +176,9 @@ class BatchBackend(ComputeBackend):
         job_id, task_id = self._ids(handle)
         self._terminate_job(job_id, CANCEL_REASON)
         try:
-            self._call("terminate task", lambda: self._client.terminate_task(job_id, task_id))
+            self._retry.call_unless(_ENDED, lambda: self._client.terminate_task(job_id, task_id), what="terminate task")
         except AzureError as exc:
-            if self._retry.kind(exc) not in (ErrorKind.FINISHED, ErrorKind.NOT_FOUND):
-                raise self._translate(exc, f"terminating Batch task {task_id}") from exc
+            raise self._translate(exc, f"terminating Batch task {task_id}") from exc
 
     def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> None:
         """Delete the working directory (skipped when a read found the node gone), then always terminate THIS job.
@@ -206,7 +208,7 @@ class BatchBackend(ComputeBackend):
     def _call(self, what: str, fn: Callable[[], T], retry_on: Collection[ErrorKind] = RETRYABLE) -> T:
         return self._retry.call(fn, what=what, retry_on=retry_on)
 
-    def _create_job(self, options: Any, digest: str) -> None:
+    def _create_job(self, options: Any, spec: ComputeJobSpec) -> None:
         job_id = options.id
         try:
             self._call("create job", lambda: self._client.create_job(options))
@@ -215,13 +217,13 @@ class BatchBackend(ComputeBackend):
                 raise
             job = self._call("get job", lambda: self._client.get_job(job_id))
             metadata = {item.name: item.value for item in (job.metadata or [])}
-            if metadata.get(taskspec.FINGERPRINT_METADATA) != digest:
+            if not spec.is_same_submission(metadata.get(taskspec.FINGERPRINT_METADATA)):
                 raise TerminalBackendError(
                     f"Batch job {job_id} already exists and belongs to another submission", backend=self.name
                 ) from exc
             log.info("Batch job %s already exists and is ours: binding", job_id)
 
-    def _create_task(self, job_id: str, task: Any, digest: str) -> None:
+    def _create_task(self, job_id: str, task: Any, spec: ComputeJobSpec) -> None:
         try:
             self._call("create task", lambda: self._client.create_task(job_id, task))
         except AzureError as exc:
@@ -232,18 +234,16 @@ class BatchBackend(ComputeBackend):
             except AzureError:
                 raise exc from None
             env = {item.name: item.value for item in (existing.environment_settings or [])}
-            if env.get(taskspec.FINGERPRINT_VARIABLE) != digest:
+            if not spec.is_same_submission(env.get(taskspec.FINGERPRINT_VARIABLE)):
                 raise TerminalBackendError(
                     f"Batch task {task.id} already exists and belongs to another submission", backend=self.name
                 ) from exc
             log.info("Batch task %s already exists and is ours: binding", task.id)
 
     def _finish_submission(self, job_id: str) -> None:
-        try:
-            self._call("update job", lambda: self._client.update_job(job_id, taskspec.terminate_when_done()))
-        except AzureError as exc:
-            if self._retry.kind(exc) is not ErrorKind.FINISHED:  # already completed: nothing left to switch
-                raise
+        """Let the job end with its task (FINISHED: it already completed, nothing left to switch)."""
+        update = taskspec.terminate_when_done()
+        self._retry.call_unless(_FINISHED, lambda: self._client.update_job(job_id, update), what="update job")
 
     def _terminated_by_cancel(self, job_id: str) -> bool:
         job = self._call("get job", lambda: self._client.get_job(job_id))
@@ -253,13 +253,15 @@ class BatchBackend(ComputeBackend):
     def _terminate_job(self, job_id: str, reason: str) -> None:
         options = BatchJobTerminateOptions(termination_reason=reason)
         try:
-            poller = self._call(
-                "terminate job", lambda: self._client.begin_terminate_job(job_id, options, polling_interval=2)
+            poller = self._retry.call_unless(
+                _ENDED,
+                lambda: self._client.begin_terminate_job(job_id, options, polling_interval=2),
+                what="terminate job",
             )
         except AzureError as exc:
-            if self._retry.kind(exc) in (ErrorKind.FINISHED, ErrorKind.NOT_FOUND):
-                return
             raise self._translate(exc, f"terminating Batch job {job_id}") from exc
+        if poller is None:  # finished or gone already
+            return
         # The poller hides its own failures: look at its status instead of trusting silence.
         poller.wait(timeout=self._settings.terminate_wait_s)
         if poller.status() == "Failed":
@@ -296,8 +298,7 @@ class BatchBackend(ComputeBackend):
         return text if not facts.code or text.startswith(facts.code) else f"{facts.code}: {text}"
 
     def _translate(self, exc: BaseException, what: str) -> BackendError:
-        cls = TransientBackendError if self._retry.kind(exc) in RETRYABLE else TerminalBackendError
-        return cls(f"{what}: {self._describe(exc)}", backend=self.name)
+        return backend_error(self._retry.kind(exc), f"{what}: {self._describe(exc)}", backend=self.name)
 
 
 def create(context: BackendContext) -> BatchBackend:
@@ -334,10 +335,4 @@ def _credential(settings: BatchSettings) -> Any:
         from azure.core.credentials import AzureNamedKeyCredential
 
         return AzureNamedKeyCredential(settings.account_name, settings.account_key)
-    if settings.auth_mode is AuthMode.DEFAULT:
-        from azure.identity import DefaultAzureCredential
-
-        return DefaultAzureCredential()
-    from azure.identity import ManagedIdentityCredential
-
-    return ManagedIdentityCredential(client_id=settings.client_id or None)
+    return azure_credential(settings.auth_mode.value, settings.client_id)

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from hastegeo.settings_base import CsvMap, Section
+from hastegeo.settings_base import BackendSection, CsvMap, workload_limits
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -19,7 +19,7 @@ class AuthMode(enum.StrEnum):
     SHARED_KEY = "shared_key"
 
 
-class BatchSettings(Section):
+class BatchSettings(BackendSection):
     account_url: str = Field("", alias="BATCH_ACCOUNT_URL", description="Batch account endpoint URL.")
     auth_mode: AuthMode = Field(
         AuthMode.MANAGED_IDENTITY,
@@ -80,22 +80,11 @@ class BatchSettings(Section):
             raise ValueError("BATCH_AUTH_MODE=shared_key needs BATCH_ACCOUNT_NAME and BATCH_ACCOUNT_KEY")
         return self
 
+    def enable_problem(self) -> str | None:
+        return None if self.account_url else "BATCH_ACCOUNT_URL is empty"
+
     def limits(self, workloads: Iterable[str]) -> dict[str, str]:
-        """Workload → why Batch cannot run it with these settings (what ``submit`` would refuse)."""
-        empty = [
-            name
-            for name, value in (
-                ("BATCH_ACCOUNT_URL", self.account_url),
-                ("BATCH_IDENTITY_RESOURCE_ID", self.identity_resource_id),
-            )
-            if not value
-        ]
-        limits: dict[str, str] = {}
-        for workload in workloads:
-            if empty:
-                limits[workload] = f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty"
-            elif not self.pools.get(workload):
-                limits[workload] = "BATCH_POOLS names no pool for it"
-            elif not self.images.get(workload):
-                limits[workload] = "BATCH_IMAGES names no image for it"
-        return limits
+        empty = self.empty("account_url", "identity_resource_id")
+        whole = f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty" if empty else None
+        tables = [(self.pools, "BATCH_POOLS names no pool for it"), (self.images, "BATCH_IMAGES names no image for it")]
+        return workload_limits(workloads, whole, tables)

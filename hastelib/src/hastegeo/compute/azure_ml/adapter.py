@@ -36,7 +36,7 @@ from hastegeo.compute.azure_ml.entities import (
     source_description,
 )
 from hastegeo.compute.azure_ml.environments import ensure_registered
-from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, Retry, classify
+from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, Retry
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
 from hastegeo.compute.azure_ml.status import TERMINAL_STATUSES, map_status, status_text
 from hastegeo.compute.context import BackendContext
@@ -67,7 +67,6 @@ CODE_WARNING = (
     "runs with a local code snapshot from AML_CODE_DIR (sha256 {hash}); it may not be reproducible from the image alone"
 )
 SUBMIT_HINT = f"{COORDINATES}, AML_COMPUTE, AML_DATASTORES and the environment settings"
-_NOT_FOUND = frozenset({ErrorKind.NOT_FOUND})
 
 
 class AzureMLBackend(ComputeBackend):
@@ -115,19 +114,16 @@ class AzureMLBackend(ComputeBackend):
             log.warning("Azure ML job %s %s", name, notes[-1])
         existing = self._find(name)
         if existing is None:
-            try:
-                self._retry.run(
-                    lambda: self._client.jobs.create_or_update(job),
-                    action=f"submit job {name}",
-                    hint=SUBMIT_HINT,
-                    passthrough=frozenset({ErrorKind.EXISTS}),
-                )
-            except Exception as exc:
-                if classify(exc) is not ErrorKind.EXISTS:
-                    raise
-                existing = self._find(name)  # a concurrent attempt created it first
+            created = self._retry.run_unless(
+                ErrorKind.EXISTS,
+                lambda: self._client.jobs.create_or_update(job),
+                action=f"submit job {name}",
+                hint=SUBMIT_HINT,
+            )
+            if created is None:  # a 409: a concurrent attempt created it first
+                existing = self._find(name)
                 if existing is None:
-                    raise TransientBackendError(f"Azure ML job {name} conflicted but is not visible yet") from exc
+                    raise TransientBackendError(f"Azure ML job {name} conflicted but is not visible yet")
         if existing is not None:
             self._verify_ours(existing, spec)
             log.info("Azure ML job %s exists and is ours: bound instead of submitting again", name)
@@ -159,17 +155,12 @@ class AzureMLBackend(ComputeBackend):
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
         """The blob the job's output mount wrote: finished jobs stay readable after their compute is gone."""
         blob = self._blobs.get_blob_client(handle.output.container, handle.output.child(path))
-        try:
-            data: bytes = self._retry.run(
-                lambda: blob.download_blob().readall(),
-                action=f"read {path}",
-                hint="the storage settings (AzureWebJobsStorage)",
-                passthrough=_NOT_FOUND,
-            )
-        except Exception as exc:
-            if classify(exc) is ErrorKind.NOT_FOUND:
-                return OutputRead(data=None)
-            raise
+        data: bytes | None = self._retry.run_unless(
+            ErrorKind.NOT_FOUND,
+            lambda: blob.download_blob().readall(),
+            action=f"read {path}",
+            hint="the storage settings (AzureWebJobsStorage)",
+        )
         return OutputRead(data=data)
 
     def cancel(self, handle: ComputeJobHandle) -> None:
@@ -236,22 +227,14 @@ class AzureMLBackend(ComputeBackend):
                 self._registered = outcome.reference
             return f"azureml:{self._registered}", self._registered
 
-    def _get(self, name: str, passthrough: frozenset[ErrorKind] = frozenset()) -> Job:
-        return self._retry.run(
-            lambda: self._client.jobs.get(name), action=f"get job {name}", hint=COORDINATES, passthrough=passthrough
-        )
-
     def _find(self, name: str) -> Job | None:
-        try:
-            return self._get(name, passthrough=_NOT_FOUND)
-        except Exception as exc:
-            if classify(exc) is ErrorKind.NOT_FOUND:
-                return None
-            raise
+        return self._retry.run_unless(
+            ErrorKind.NOT_FOUND, lambda: self._client.jobs.get(name), action=f"get job {name}", hint=COORDINATES
+        )
 
     def _verify_ours(self, job: Job, spec: ComputeJobSpec) -> None:
         found = (job.tags or {}).get(TAG_FINGERPRINT)
-        if found != spec.fingerprint():
+        if not spec.is_same_submission(found):
             raise TerminalBackendError(
                 f"An Azure ML job named {job.name} exists but was not submitted for this job spec "
                 f"(fingerprint {found or 'missing'}); refusing to bind to it",

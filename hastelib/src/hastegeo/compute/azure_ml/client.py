@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hastegeo.compute.azure_ml.settings import AmlSettings
+from hastegeo.compute.identity import azure_credential
 
 if TYPE_CHECKING:
     from azure.ai.ml.entities import Compute, Datastore, Environment, Job, Workspace
@@ -74,11 +75,7 @@ ClientFactory = Callable[[AmlSettings], MLClientLike]
 
 def build_credential(settings: AmlSettings) -> TokenCredential:
     """The credential for ``AML_IDENTITY_MODE``: managed identity (production) or DefaultAzureCredential."""
-    from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
-
-    if settings.identity_mode == "managed_identity":
-        return ManagedIdentityCredential(client_id=settings.managed_identity_client_id or None)
-    return DefaultAzureCredential()
+    return azure_credential(settings.identity_mode, settings.managed_identity_client_id)
 
 
 def create_ml_client(settings: AmlSettings, credential: TokenCredential | None = None, **kwargs: Any) -> MLClientLike:

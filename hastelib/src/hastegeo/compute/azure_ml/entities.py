@@ -73,7 +73,7 @@ def code_snapshot_hash(code_dir: str | Path) -> str:
     return digest
 
 
-def source_description(settings: AmlSettings, spec_image: str | None = None) -> str:
+def source_description(settings: AmlSettings) -> str:
     """What an Environment is built from: ``build:<context hash>`` or ``image:<reference>``.
 
     A configured build context wins over an image: it is the more specific choice.
@@ -83,12 +83,11 @@ def source_description(settings: AmlSettings, spec_image: str | None = None) -> 
     """
     if settings.build_context:
         return f"build:{code_snapshot_hash(settings.build_context)[:16]}"
-    image = settings.image or spec_image
-    if not image:
+    if not settings.image:
         raise ConfigurationError(
             "Azure ML needs an image: set AML_IMAGE (or AML_BUILD_CONTEXT with AML_ENVIRONMENT_SOURCE=build_context)"
         )
-    return f"image:{image}"
+    return f"image:{settings.image}"
 
 
 def environment_definition(

@@ -18,14 +18,13 @@ from azure.ai.ml.entities import Environment
 
 from hastegeo.compute.azure_ml.client import MLClientLike
 from hastegeo.compute.azure_ml.entities import TAG_SOURCE, environment_definition, source_description
-from hastegeo.compute.azure_ml.errors import BACKEND, Retry, is_not_found
+from hastegeo.compute.azure_ml.errors import BACKEND, Retry
 from hastegeo.compute.azure_ml.settings import AmlSettings, parse_environment_reference
 from hastegeo.compute.retry import ErrorKind
 from hastegeo.utils.errors import TerminalBackendError
 
 Action = Literal["exists", "created", "updated", "unchanged"]
 HINT = "AML_ENVIRONMENT (name:version or name@label) and AML_IMAGE / AML_BUILD_CONTEXT"
-_GET_PASSTHROUGH = frozenset({ErrorKind.NOT_FOUND})
 
 
 @dataclass(frozen=True)
@@ -100,17 +99,12 @@ def register(client: MLClientLike, settings: AmlSettings, retry: Retry) -> Envir
 
 
 def _get(client: MLClientLike, retry: Retry, name: str, version: str | None, label: str | None) -> Environment | None:
-    try:
-        return retry.run(
-            lambda: client.environments.get(name, version=version, label=label),
-            action=f"get environment {name}",
-            hint=HINT,
-            passthrough=_GET_PASSTHROUGH,
-        )
-    except Exception as exc:
-        if is_not_found(exc):
-            return None
-        raise
+    return retry.run_unless(
+        ErrorKind.NOT_FOUND,
+        lambda: client.environments.get(name, version=version, label=label),
+        action=f"get environment {name}",
+        hint=HINT,
+    )
 
 
 def _create(client: MLClientLike, retry: Retry, settings: AmlSettings, name: str, version: str) -> Environment:

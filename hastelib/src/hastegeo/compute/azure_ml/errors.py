@@ -22,8 +22,8 @@ from typing import TypeVar
 
 from azure.ai.ml.exceptions import ValidationErrorType, ValidationException
 
-from hastegeo.compute.retry import Classifier, ErrorKind, RetryBudget, RetryPolicy
-from hastegeo.utils.errors import BackendError, TerminalBackendError, TransientBackendError, describe_exception
+from hastegeo.compute.retry import Classifier, ErrorKind, RetryBudget, RetryPolicy, backend_error
+from hastegeo.utils.errors import BackendError, describe_exception
 
 T = TypeVar("T")
 BACKEND = "azure_ml"
@@ -56,45 +56,51 @@ def translate(exc: BaseException, *, action: str, hint: str) -> BackendError:
     the settings that decide the outcome of that call.
     """
     kind = classify(exc)
-    described = describe_exception(exc)
     if kind is ErrorKind.TRANSIENT:
-        return TransientBackendError(f"Azure ML {action}: temporarily unavailable ({described})", backend=BACKEND)
-    if kind is ErrorKind.AUTH:
-        fix = (
-            "the identity could not authenticate or lacks access to the workspace: check AML_IDENTITY_MODE "
+        outcome = ": temporarily unavailable"
+    elif kind is ErrorKind.AUTH:
+        outcome = (
+            " the identity could not authenticate or lacks access to the workspace: check AML_IDENTITY_MODE "
             f"(and AML_MANAGED_IDENTITY_CLIENT_ID) and the identity's role on {COORDINATES}"
         )
-    elif kind is ErrorKind.NOT_FOUND:
-        fix = f"not found: check {hint}"
     else:
-        fix = f"rejected: check {hint}"
-    return TerminalBackendError(f"Azure ML {action} {fix} ({described})", backend=BACKEND)
+        outcome = f" {'not found' if kind is ErrorKind.NOT_FOUND else 'rejected'}: check {hint}"
+    return backend_error(kind, f"Azure ML {action}{outcome} ({describe_exception(exc)})", backend=BACKEND)
 
 
 @dataclass(frozen=True)
 class Retry:
-    """One retry budget (``AML_RETRY_ATTEMPTS``, ``AML_RETRY_DELAY_S``) and the injected sleeper."""
+    """One retry budget (``AML_RETRY_ATTEMPTS``, ``AML_RETRY_DELAY_S``) and the injected sleeper.
+
+    Both methods raise TransientBackendError when the budget ran out and
+    TerminalBackendError when retrying cannot help, chained to the error.
+    """
 
     attempts: int = 3
     delay_s: float = 1.0
     sleep: Callable[[float], None] = field(default=time.sleep)
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(RetryBudget(self.attempts, self.delay_s, MAX_WAIT_S), AML_ERRORS, self.sleep)
 
     def run(
         self, call: Callable[[], T], *, action: str, hint: str, passthrough: frozenset[ErrorKind] = frozenset()
     ) -> T:
         """Run ``call`` under the one retry policy (transient errors retried, ``Retry-After`` honoured).
 
-        Errors whose kind is in ``passthrough`` are re-raised unchanged for the
-        caller to handle (e.g. ``NOT_FOUND`` on a get that precedes a create).
-
-        Raises:
-            TransientBackendError: the budget ran out (chained to the last error).
-            TerminalBackendError: retrying cannot help (chained to the error).
+        Errors whose kind is in ``passthrough`` are re-raised unchanged for the caller to handle.
         """
-        policy = RetryPolicy(RetryBudget(self.attempts, self.delay_s, MAX_WAIT_S), AML_ERRORS, self.sleep)
         try:
-            return policy.call(call, what=f"Azure ML {action}")
+            return self.policy.call(call, what=f"Azure ML {action}")
         except Exception as exc:
             if classify(exc) in passthrough:
                 raise
+            raise translate(exc, action=action, hint=hint) from exc
+
+    def run_unless(self, answer: ErrorKind, call: Callable[[], T], *, action: str, hint: str) -> T | None:
+        """:meth:`run`, or None when ``call`` fails with an error of kind ``answer`` (NOT_FOUND on a get)."""
+        try:
+            return self.policy.call_unless({answer}, call, what=f"Azure ML {action}")
+        except Exception as exc:
             raise translate(exc, action=action, hint=hint) from exc

@@ -26,11 +26,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from hastegeo.compute.contract import WORKLOADS
-from hastegeo.settings_base import CsvMap, Section
-from hastegeo.utils.errors import ConfigurationError
+from hastegeo.settings_base import BackendSection, CsvMap, load_section, workload_limits
 
 
 class AmlMode(enum.StrEnum):
@@ -69,7 +68,7 @@ def parse_environment_reference(reference: str) -> tuple[str, str | None, str | 
     return match.group("name"), match.group("version"), match.group("label")
 
 
-class AmlSettings(Section):
+class AmlSettings(BackendSection):
     mode: AmlMode = Field(
         AmlMode.DISABLED, alias="AML_MODE", description="Existing, Create or Disabled (default Disabled)."
     )
@@ -140,15 +139,8 @@ class AmlSettings(Section):
     def _coordinates(self) -> AmlSettings:
         if self.mode is AmlMode.DISABLED:
             return self
-        problems = [
-            f"AML_MODE={self.mode.value} needs {alias}"
-            for alias, value in (
-                ("AML_SUBSCRIPTION_ID", self.subscription_id),
-                ("AML_RESOURCE_GROUP", self.resource_group),
-                ("AML_WORKSPACE", self.workspace),
-            )
-            if not value
-        ]
+        coordinates = self.empty("subscription_id", "resource_group", "workspace")
+        problems = [f"AML_MODE={self.mode.value} needs {alias}" for alias in coordinates]
         try:
             parse_environment_reference(self.environment)
         except ValueError as exc:
@@ -166,12 +158,12 @@ class AmlSettings(Section):
     def enabled(self) -> bool:
         return self.mode is not AmlMode.DISABLED
 
-    def limits(self, workloads: Iterable[str]) -> dict[str, str]:
-        """Workload → why Azure ML cannot run it with these settings (what ``submit`` would refuse).
+    def enable_problem(self) -> str | None:
+        return None if self.enabled else "AML_MODE is Disabled"
 
-        An Environment must come from somewhere: ``AML_IMAGE`` (image source;
-        job specs name no image), a registered ``AML_ENVIRONMENT`` (registered
-        source), or ``AML_BUILD_CONTEXT`` (build_context source).
+    def limits(self, workloads: Iterable[str]) -> dict[str, str]:
+        """An Environment must come from somewhere: ``AML_IMAGE`` (image source; job specs name no image),
+        a registered ``AML_ENVIRONMENT`` (registered source), or ``AML_BUILD_CONTEXT`` (build_context source).
         """
         whole: str | None = None
         if not self.enabled:
@@ -183,13 +175,7 @@ class AmlSettings(Section):
             )
         elif self.environment_source is EnvironmentSource.BUILD_CONTEXT and not self.build_context:
             whole = "AML_ENVIRONMENT_SOURCE=build_context needs AML_BUILD_CONTEXT"
-        limits: dict[str, str] = {}
-        for workload in workloads:
-            if whole:
-                limits[workload] = whole
-            elif not self.compute.get(workload):
-                limits[workload] = "AML_COMPUTE names no compute target for it"
-        return limits
+        return workload_limits(workloads, whole, [(self.compute, "AML_COMPUTE names no compute target for it")])
 
     def datastore_for(self, container: str) -> str:
         """The workspace datastore that points at blob ``container``."""
@@ -202,17 +188,4 @@ def load_aml_settings(environ: Mapping[str, str]) -> AmlSettings:
     Raises:
         ConfigurationError: naming each invalid variable.
     """
-    values = {
-        field.alias: environ[field.alias]
-        for field in AmlSettings.model_fields.values()
-        if field.alias and environ.get(field.alias, "") != ""
-    }
-    try:
-        return AmlSettings.model_validate(values)
-    except ValidationError as exc:
-        lines = []
-        for error in exc.errors(include_url=False, include_input=False):
-            where = ".".join(str(part) for part in error["loc"])
-            message = error["msg"].removeprefix("Value error, ")
-            lines.append(f"{where}: {message}" if where else message)
-        raise ConfigurationError("Invalid Azure ML settings: " + "; ".join(lines)) from None
+    return load_section(AmlSettings, environ, "Invalid Azure ML settings")
