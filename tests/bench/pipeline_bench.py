@@ -18,6 +18,10 @@ less moved by other load on a shared machine than wall time,
 Azurite's CPU per job, each as the median over the rounds with its spread;
 the spans a job's trace holds; and what exporting them cost (the exporter's
 own CPU time).
+
+Last, one job alone (:mod:`tests.bench.job_calls`): its storage calls step by step, and
+where the host's time goes for it (waiting, Azure SDK, HTTP client, JSON and models,
+processes, telemetry, pipeline code).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from hastegeo.cli.stack import LocalStack
 from hastegeo.config import load_settings
 from hastegeo.store import index
 from hastegeo.telemetry.export import export_cost
+from tests.bench import job_calls
 from tests.bench.process_cpu import TreeCpu
 
 T = TypeVar("T")
@@ -315,12 +320,15 @@ def main() -> int:
           f"{pipe['jobs_per_s'] / base['jobs_per_s']:>8.2f}")  # fmt: skip
     print(f"{'wall time (s)':28}{pipe['elapsed_s']:>12.1f}{base['elapsed_s']:>12.1f}")
     print(f"{'all accepted after (s)':28}{pipe['accept_s']:>12.2f}")
+    print(f"{'acceptance rate (req/s)':28}{pipe['jobs'] / pipe['accept_s']:>12.1f}")
     print(f"{'idle submit→start p50 (ms)':28}{pipe['idle_start_p50'] * 1000:>12.0f}")
     print(f"{'idle end→terminal p50 (ms)':28}{pipe['idle_end_p50'] * 1000:>12.0f}")
     print(f"{'burst submit→start p50/p90':28}{pipe['start_p50'] * 1000:>12.0f}{pipe['start_p90'] * 1000:>12.0f}")
     print(f"{'burst end→terminal p50/p90':28}{pipe['end_p50'] * 1000:>12.0f}{pipe['end_p90'] * 1000:>12.0f}")
     print(f"{'failed jobs':28}{pipe['failed']:>12d}")
     report_tracing(untraced_runs, traced_runs)
+    # One job alone, step by step: its storage calls and where the host's time goes (tests.bench.job_calls).
+    print("\n" + "\n".join(job_calls.report(*job_calls.measure())))
     return 0 if all(run["failed"] == 0 for run in untraced_runs + traced_runs) else 1
 
 

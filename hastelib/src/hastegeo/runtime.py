@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from hastegeo.config import Settings, get_settings
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.control import CancelStep, PoisonStep
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.pipeline.reconcile import ReconcileStep
@@ -39,6 +41,7 @@ from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMess
 from hastegeo.telemetry import tracer
 from hastegeo.telemetry.configure import configure_telemetry
 from hastegeo.utils.ratelimit import TokenBucket
+from hastegeo.utils.transport import transport_options
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,11 @@ def storage_clients(
     """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
     # A storage call is one span when traced, without its HTTP request's (docs/adr/0012).
-    options = {**tracer.STORAGE_CLIENT_OPTIONS, **(budget.client_options() if budget is not None else {})}
+    options = {
+        **tracer.STORAGE_CLIENT_OPTIONS,
+        **transport_options(os.environ),
+        **(budget.client_options() if budget is not None else {}),
+    }
     if storage.connection_string:
         return (
             BlobServiceClient.from_connection_string(storage.connection_string, **options),
@@ -129,10 +136,14 @@ def build_runtime(
     sleep: Callable[[float], None] = time.sleep,
     ensure_resources: bool = True,
     api_budget: StorageBudget = API_STORAGE_BUDGET,
+    inline_exits: bool = False,
 ) -> Runtime:
     """Wire the pipeline. ``factories`` overrides adapter factories by backend name (tests).
 
     ``api_budget`` bounds the storage calls HTTP handlers make (:attr:`Runtime.api`).
+    ``inline_exits``: a workload exit the local backend sees is handled in this process at
+    once (:mod:`hastegeo.pipeline.exits`; the Functions app's runtime does this); otherwise
+    it becomes a ``nudge`` message, which a test driving the steps one by one delivers itself.
     """
     configure_telemetry(settings.telemetry.export)  # before any client exists: their calls become spans
     blobs, queue_service = storage_clients(settings)
@@ -142,11 +153,13 @@ def build_runtime(
         _ensure(blobs, queues, settings)
     store = JobStore(jobs_container)
 
-    def nudge(job_id: str) -> None:
-        with tracer.within(tracer.recent_traceparent(job_id)):  # the job's trace, known from its submit step
-            queues.send(POLL_QUEUE, JobMessage(job_id=job_id, kind="nudge"))
+    def nudge(message: JobMessage) -> None:
+        queues.send(POLL_QUEUE, message)
 
-    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=nudge, clock=clock, sleep=sleep)
+    steps: list[PollStep] = []  # the poll step, once built (the backends it drives are built first)
+    exits = ExitHandler(poll=lambda message: steps[0].handle(message), fallback=nudge)
+    notify_exit = exits if inline_exits else (lambda job_id: nudge(JobMessage(job_id=job_id, kind="nudge")))
+    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=notify_exit, clock=clock, sleep=sleep)
     known = {
         name: replace(descriptor, factory=(factories or {}).get(name, descriptor.factory))
         for name, descriptor in descriptors().items()
@@ -193,6 +206,8 @@ def build_runtime(
         ),
         queues=QueueSender(api_queue_service),
     )
+    poll = PollStep(deps, OutputReader(blobs, service), acceptor)
+    steps.append(poll)
     return Runtime(
         settings=settings,
         blobs=blobs,
@@ -202,7 +217,7 @@ def build_runtime(
         deps=deps,
         acceptor=acceptor,
         submit=SubmitStep(deps),
-        poll=PollStep(deps, OutputReader(blobs, service), acceptor),
+        poll=poll,
         cancel=CancelStep(deps),
         poison=PoisonStep(deps),
         upstream=UpstreamStep(deps, acceptor),
@@ -240,7 +255,7 @@ def get_runtime() -> Runtime:
     global _runtime
     with _lock:
         if _runtime is None:
-            _runtime = build_runtime(get_settings())
+            _runtime = build_runtime(get_settings(), inline_exits=True)
         return _runtime
 
 

@@ -8,8 +8,10 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from devhost_helpers import call
 
@@ -67,3 +69,43 @@ def test_entry_point_reports_a_bad_app(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "cannot import" in result.stderr
+
+
+def test_worker_processes_run_the_queues_apart_from_http(azurite: Azurite, tmp_path: Path) -> None:
+    """With several worker processes, this process serves HTTP and the workers (niced) run the queue
+    triggers; a message an HTTP function sends is consumed by one of them."""
+    host_json = tmp_path / "host.json"
+    queues = {"messageEncoding": "none", "maxPollingInterval": "00:00:02"}
+    host_json.write_text(json.dumps({"version": "2.0", "extensions": {"queues": queues}}))
+    env = {**os.environ, "AzureWebJobsStorage": azurite.connection_string, "PYTHONUNBUFFERED": "1"}
+    args = ["--app", "devhost_sample_app:app", "--app-dir", str(HERE), "--port", "0", "--host-json", str(host_json)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hastegeo_dev.devhost", *args, "--worker-processes", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    evidence = tmp_path / "consumed.json"
+    try:
+        base_url = _first_line(process, timeout=30)
+        workers = psutil.Process(process.pid).children()
+        assert len(workers) == 2
+        body = json.dumps({"key": "split", "touch": str(evidence)}).encode()
+        assert call(base_url, "POST", "/api/enqueue", body=body).status == 202
+        deadline = time.monotonic() + 30
+        while not evidence.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.2)  # the file is complete once written and closed
+        ran = json.loads(evidence.read_text())
+        assert ran["pid"] in {worker.pid for worker in workers}
+        assert ran["niceness"] == min(19, os.nice(0) + 5)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+        assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        assert process.stdout is not None
+        process.stdout.close()

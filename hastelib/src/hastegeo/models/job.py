@@ -106,9 +106,24 @@ class Attempts(_Model):
     poll: int = 0
 
 
+class QueuedMessage(_Model):
+    """A queue message the pipeline sent and may delete before it arrives: its id and pop receipt."""
+
+    id: str
+    receipt: str
+
+
 # Bookkeeping the pipeline keeps on the job and clients never see.
 INTERNAL_FIELDS = frozenset(
-    {"request_fingerprint", "poll_seq", "detail", "idempotency_key", "progress_offset", "trace_parent"}
+    {
+        "request_fingerprint",
+        "poll_seq",
+        "poll_message",
+        "detail",
+        "idempotency_key",
+        "progress_offset",
+        "trace_parent",
+    }
 )
 
 
@@ -139,6 +154,9 @@ class Job(_Model):
     deadline_at: datetime
     attempts: Attempts = Field(default_factory=Attempts)
     poll_seq: int = 0
+    poll_message: QueuedMessage | None = Field(
+        None, description="The poll chain's pending message, deleted once the job ends before it arrives."
+    )
     progress_offset: int = Field(0, description="Bytes of the progress log already copied into the history.")
     history: list[StatusEvent] = Field(default_factory=list)
     history_folded: int = 0

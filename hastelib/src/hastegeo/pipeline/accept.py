@@ -243,7 +243,7 @@ class JobAcceptor:
         log.info("accepted job %s (%s on %s)", job_id, request.workload, backend, extra=job_fields(job))
         return Accepted(job=job, created=True)
 
-    def _replay(self, existing: Job, fingerprint: str, send: Callable[[JobMessage], None]) -> Accepted:
+    def _replay(self, existing: Job, fingerprint: str, send: Callable[[JobMessage], object]) -> Accepted:
         if existing.request_fingerprint != fingerprint:
             raise ConflictError("This Idempotency-Key was already used for a different request")
         age = (self._deps.clock() - existing.created_at).total_seconds()

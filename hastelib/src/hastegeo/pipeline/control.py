@@ -7,6 +7,7 @@ import logging
 from hastegeo.models.job import Job
 from hastegeo.models.states import CANCELLABLE, JobState
 from hastegeo.pipeline.deps import PipelineDeps, ended_job
+from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import tracer
 from hastegeo.telemetry.logs import job_fields
@@ -83,12 +84,10 @@ class PoisonStep:
         except ValueError:
             log.error("poison message on %s is not a job pointer; recorded in the log only: %.200s", queue, text)
             return
-        with tracer.step_span(
-            "poison", traceparent=message.traceparent, job_id=message.job_id, job_trace=self._deps.trace_of
-        ):
-            self._fail(message, queue)
+        with self._deps.step("poison", message) as version:
+            self._fail(message, queue, version)
 
-    def _fail(self, message: JobMessage, queue: str) -> None:
+    def _fail(self, message: JobMessage, queue: str, version: Versioned | None) -> None:
         deps = self._deps
         step = "submit" if message.kind == "submit" else "poll"
         ended = [False]
@@ -108,7 +107,7 @@ class PoisonStep:
             )
 
         try:
-            job = deps.store.update(message.job_id, change).job
+            job = deps.store.update(message.job_id, change, known=version).job
         except HasteError as exc:
             log.error(
                 "poison message for job %s could not be applied: %s",

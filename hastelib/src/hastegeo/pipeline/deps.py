@@ -6,7 +6,8 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,11 +20,12 @@ from hastegeo.models.history import append_event, make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState, transition
 from hastegeo.processors.base import Processor, SpecInputs
-from hastegeo.store.jobs import JobStore
-from hastegeo.store.queues import QueueSender
+from hastegeo.store.jobs import JobStore, Versioned
+from hastegeo.store.queues import JobMessage, QueueSender
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.telemetry.meter import ReasonClass
+from hastegeo.utils.errors import JobNotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +92,33 @@ class PipelineDeps:
             ended_job(update.job, reason_class)
         return update.wrote
 
-    def trace_of(self, job_id: str) -> str | None:
-        """The ``traceparent`` job ``job_id`` was accepted under (None without a job or a trace)."""
-        job = self.store.find(job_id)
-        return None if job is None else job.trace_parent
+    @contextmanager
+    def step(
+        self, name: str, message: JobMessage, attributes: Mapping[str, Any] | None = None
+    ) -> Iterator[Versioned | None]:
+        """The step's span in the job's trace, and the job as stored with its ETag (None: no such job).
+
+        The span is the child of the message's ``traceparent``. A message without one (a
+        nudge, a message the reconciler re-sent, one sent while tracing was off) continues
+        the job's own trace, taken from the read the step needs anyway: that read happens
+        untraced, before the span, instead of a second read only to find the trace.
+        """
+        version: Versioned | None = None
+        parent = message.traceparent
+        if not parent:
+            with tracer.untraced():
+                version = self._read(message.job_id)
+            parent = None if version is None else version.job.trace_parent
+        with tracer.step_span(name, traceparent=parent, job_id=message.job_id, attributes=attributes):
+            if message.traceparent:
+                version = self._read(message.job_id)
+            yield version
+
+    def _read(self, job_id: str) -> Versioned | None:
+        try:
+            return self.store.read(job_id)
+        except JobNotFoundError:
+            return None
 
     def poll_delay(self, seq: int) -> float:
         pipeline = self.settings.pipeline

@@ -18,7 +18,7 @@ from typing import Any
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.history import add_workload_events
-from hastegeo.models.job import Job, JobRequest
+from hastegeo.models.job import Job, JobRequest, QueuedMessage
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
@@ -30,7 +30,7 @@ from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
-from hastegeo.utils.errors import HasteError, JobNotFoundError, TerminalBackendError, describe_exception
+from hastegeo.utils.errors import HasteError, TerminalBackendError, describe_exception
 
 log = logging.getLogger(__name__)
 SOURCE = "poll"
@@ -43,30 +43,25 @@ class PollStep:
         self._acceptor = acceptor
 
     def handle(self, message: JobMessage) -> None:
-        with tracer.step_span(
-            message.kind,
-            traceparent=message.traceparent,
-            job_id=message.job_id,
-            job_trace=self._deps.trace_of,
-            attributes={tracer.POLL_SEQ: message.poll_seq},
-        ):
-            self._handle(message)
+        with self._deps.step(message.kind, message, {tracer.POLL_SEQ: message.poll_seq}) as version:
+            if version is not None:
+                self._handle(message, version)
 
-    def _handle(self, message: JobMessage) -> None:
+    def _handle(self, message: JobMessage, version: Versioned) -> None:
         deps = self._deps
-        try:
-            version = deps.store.read(message.job_id)
-        except JobNotFoundError:
-            return
         job = version.job
         tracer.annotate(job)
-        if job.state.terminal or job.handle is None:
-            return
         chain = message.kind == "poll"
-        if chain and message.poll_seq != job.poll_seq:
-            return  # a duplicate or superseded chain message
+        if job.state.terminal or (chain and message.poll_seq != job.poll_seq):
+            return  # ended, or a duplicate or superseded chain message
+        if job.handle is None:
+            if chain and job.state in (JobState.SUBMITTING, JobState.CANCEL_REQUESTED):
+                # The submit step sends the chain's first message just before it stores the handle;
+                # that write is late (or its step is being retried). The chain waits for it.
+                deps.queues.send(POLL_QUEUE, message, deps.poll_delay(0))
+            return
         if job.state is JobState.POSTPROCESSING:
-            self._finish(version)  # an earlier post-processing attempt did not complete
+            self._finish(version, message)  # an earlier post-processing attempt did not complete
             return
         if deps.clock() > job.deadline_at:
             expire(deps, job, SOURCE)
@@ -97,7 +92,7 @@ class PollStep:
                 return
             self._progress(version, status, chain)
             return
-        self._ended(version, status)
+        self._ended(version, status, message)
 
     # -- while running ----------------------------------------------------------------
 
@@ -109,10 +104,7 @@ class PollStep:
         assert job.handle is not None
         path = deps.processors[job.workload].progress_log_path
         lines, consumed = progress_lines(deps.service.read_output_tail(job.handle, path, job.progress_offset))
-        if chain:
-            deps.queues.send(
-                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=seq + 1), deps.poll_delay(seq + 1)
-            )
+        pending = self._next_poll(job, chain)
 
         def change(current: Job) -> Job | None:
             advance = chain and current.poll_seq == seq
@@ -123,6 +115,7 @@ class PollStep:
             updates: dict[str, Any] = {"detail": note, "progress": status.progress}
             if advance:
                 updates["poll_seq"] = seq + 1
+                updates["poll_message"] = pending
                 updates["attempts"] = current.attempts.model_copy(update={"poll": current.attempts.poll + 1})
             # The workload's lines first: they were written before this poll noticed anything.
             updated = self._workload_lines(current, fresh)
@@ -155,10 +148,7 @@ class PollStep:
         deps = self._deps
         job = version.job
         seq = job.poll_seq
-        if chain:
-            deps.queues.send(
-                POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=seq + 1), deps.poll_delay(seq + 1)
-            )
+        pending = self._next_poll(job, chain)
 
         def change(current: Job) -> Job | None:
             if current.state.terminal:
@@ -166,25 +156,45 @@ class PollStep:
             updates: dict[str, Any] = {"last_error": message}
             if chain and current.poll_seq == seq:
                 updates["poll_seq"] = seq + 1
+                updates["poll_message"] = pending
             if current.last_error == message:
                 return current.model_copy(update=updates)
             return deps.event(current, message=message, source=SOURCE, **updates)
 
         deps.store.update(job.id, change, known=version)
 
+    def _next_poll(self, job: Job, chain: bool) -> QueuedMessage | None:
+        """Extend the chain (a chain message only), before the write that advances it names the new message."""
+        if not chain:
+            return None
+        seq = job.poll_seq + 1
+        return self._deps.queues.send(
+            POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=seq), self._deps.poll_delay(seq)
+        )
+
+    def _chain_ended(self, job: Job, message: JobMessage) -> None:
+        """The job has just ended: delete the chain's pending message before it arrives (best effort).
+
+        Not when the message being handled is that one (the host deletes it when the step returns).
+        """
+        if job.poll_message is not None and not (message.kind == "poll" and message.poll_seq == job.poll_seq):
+            self._deps.queues.delete(POLL_QUEUE, job.poll_message)
+
     # -- at the end ---------------------------------------------------------------------
 
-    def _ended(self, version: Versioned, status: ComputeStatus) -> None:
+    def _ended(self, version: Versioned, status: ComputeStatus, message: JobMessage) -> None:
         deps = self._deps
         job = version.job
         if status.state is ComputeState.CANCELLED:
-            message = f"cancelled: {status.reason or 'by request'}"
-            deps.end_job(job.id, JobState.CANCELLED, message, source=SOURCE, reason=status.reason)
+            line = f"cancelled: {status.reason or 'by request'}"
+            if deps.end_job(job.id, JobState.CANCELLED, line, source=SOURCE, reason=status.reason):
+                self._chain_ended(job, message)
             self._cleanup(job)
             return
         if status.state is ComputeState.FAILED:
             reason = status.reason or f"the workload failed (exit code {status.exit_code})"
-            deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason)
+            if deps.end_job(job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason):
+                self._chain_ended(job, message)
             self._cleanup(job)
             return
         late = " (it completed before the cancellation took effect)" if job.state is JobState.CANCEL_REQUESTED else ""
@@ -205,17 +215,17 @@ class PollStep:
         moved = deps.store.update(job.id, start, known=version)
         if moved.wrote:  # otherwise another delivery got there first and is finishing it
             meter.workload_ended(job, deps.clock())
-            self._finish(moved.version)
+            self._finish(moved.version, message)
 
-    def _finish(self, version: Versioned) -> None:
+    def _finish(self, version: Versioned, message: JobMessage) -> None:
         started = time.perf_counter()
         with tracer.step_span("postprocess", traceparent=None, job_id=version.job.id, kind=tracer.INTERNAL):
             tracer.annotate(version.job)
-            ended = self._postprocess(version)
+            ended = self._postprocess(version, message)
         if ended:  # a duplicate delivery that found the job done is not a second post-processing
             meter.postprocessed(version.job, time.perf_counter() - started)
 
-    def _postprocess(self, version: Versioned) -> bool:
+    def _postprocess(self, version: Versioned, message: JobMessage) -> bool:
         """Post-process; True when this call ended the job."""
         deps = self._deps
         job = version.job
@@ -227,10 +237,17 @@ class PollStep:
         try:
             result = processor.postprocess(job, access, job.handle.output)
         except PostprocessError as exc:
-            message = f"post-processing failed: {exc}"
-            return deps.end_job(
-                job.id, JobState.FAILED, message, source="postprocess", reason=str(exc), reason_class="workload"
+            ended = deps.end_job(
+                job.id,
+                JobState.FAILED,
+                f"post-processing failed: {exc}",
+                source="postprocess",
+                reason=str(exc),
+                reason_class="workload",
             )
+            if ended:
+                self._chain_ended(job, message)
+            return ended
         progress = access.read(processor.progress_log_path) or b""
         # The lines not yet copied while the job ran (all of them, for a fast job).
         last_lines, _ = progress_lines(progress[job.progress_offset :] + b"\n")
@@ -263,6 +280,7 @@ class PollStep:
         finished = deps.store.update(job.id, done, known=version)
         if finished.wrote:  # this call wrote the success (another delivery may have)
             ended_job(finished.job)
+            self._chain_ended(finished.job, message)
         return finished.wrote
 
     def _start_follow_ons(self, job: Job, requests: list[JobRequest]) -> list[str]:

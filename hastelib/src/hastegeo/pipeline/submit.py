@@ -11,10 +11,11 @@ import logging
 from datetime import timedelta
 
 from hastegeo.compute.contract import ComputeJobHandle
-from hastegeo.models.job import Job
+from hastegeo.models.job import Job, QueuedMessage
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
@@ -22,7 +23,6 @@ from hastegeo.telemetry.meter import ReasonClass
 from hastegeo.utils.errors import (
     HasteError,
     InvalidJobError,
-    JobNotFoundError,
     TransientBackendError,
     describe_exception,
 )
@@ -37,22 +37,18 @@ class SubmitStep:
 
     def handle(self, message: JobMessage) -> None:
         """Raises TransientBackendError (and storage errors) so the host redelivers the message."""
-        with tracer.step_span(
-            "submit", traceparent=message.traceparent, job_id=message.job_id, job_trace=self._deps.trace_of
-        ):
-            self._handle(message)
+        with self._deps.step("submit", message) as version:
+            if version is None:
+                log.warning(
+                    "submit: job %s does not exist; dropping the message",
+                    message.job_id,
+                    extra=job_fields(job_id=message.job_id),
+                )
+                return
+            self._handle(version)
 
-    def _handle(self, message: JobMessage) -> None:
+    def _handle(self, version: Versioned) -> None:
         deps = self._deps
-        try:
-            version = deps.store.read(message.job_id)
-        except JobNotFoundError:
-            log.warning(
-                "submit: job %s does not exist; dropping the message",
-                message.job_id,
-                extra=job_fields(job_id=message.job_id),
-            )
-            return
         job = version.job
         tracer.annotate(job)
         if job.state.terminal:
@@ -96,7 +92,11 @@ class SubmitStep:
             deps.end_job(job.id, JobState.FAILED, line, source=SOURCE, reason=cause, reason_class=kind)
             return
 
-        bound = deps.store.update(job.id, lambda j: self._bind(j, handle), known=version)
+        # The chain's first message goes before the handle is stored, so that write can name it and
+        # whoever ends the job first can delete it. It waits out the poll delay; one that still
+        # arrives before the handle is stored sends itself again (see the poll step).
+        pending = self._arm_poll(job)
+        bound = deps.store.update(job.id, lambda j: self._bind(j, handle, pending), known=version)
         job = bound.job
         if bound.wrote:
             meter.job_started(job)
@@ -108,7 +108,6 @@ class SubmitStep:
                 log.warning(
                     "cancel after submit of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job)
                 )
-        self._arm_poll(job)
 
     def _claim(self, job: Job) -> Job | None:
         if job.state not in (JobState.QUEUED, JobState.SUBMITTING) or job.handle is not None:
@@ -123,7 +122,7 @@ class SubmitStep:
             attempts=job.attempts.model_copy(update={"submit": attempt}),
         )
 
-    def _bind(self, job: Job, handle: ComputeJobHandle) -> Job | None:
+    def _bind(self, job: Job, handle: ComputeJobHandle, pending: QueuedMessage | None) -> Job | None:
         if job.handle is not None or job.state.terminal:
             return None
         now = self._deps.clock()
@@ -139,11 +138,12 @@ class SubmitStep:
             source=SOURCE,
             state=target,
             handle=handle,
+            poll_message=pending,
             started_at=now,
             deadline_at=now + timedelta(seconds=self._deps.settings.pipeline.run_deadline_s),
         )
 
-    def _arm_poll(self, job: Job) -> None:
-        self._deps.queues.send(
+    def _arm_poll(self, job: Job) -> QueuedMessage | None:
+        return self._deps.queues.send(
             POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq), self._deps.poll_delay(0)
         )

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import threading
 from typing import Literal
 
-from azure.core.exceptions import ResourceExistsError
+from azure.core.exceptions import AzureError, ResourceExistsError, ResourceNotFoundError
 from azure.storage.queue import QueueClient, QueueServiceClient
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from hastegeo.models.ids import ID_PATTERN
+from hastegeo.models.job import QueuedMessage
 from hastegeo.telemetry.tracer import current_traceparent
+
+log = logging.getLogger(__name__)
 
 SUBMIT_QUEUE = "jobs-submit"
 POLL_QUEUE = "jobs-poll"
@@ -91,9 +95,26 @@ class QueueSender:
                 self._clients[queue] = client
             return client
 
-    def send(self, queue: str, message: JobMessage, delay_s: float = 0) -> None:
-        self.send_text(queue, message.encode(), delay_s)
+    def send(self, queue: str, message: JobMessage, delay_s: float = 0) -> QueuedMessage | None:
+        """Send ``message``, visible after ``delay_s``. Returns what :meth:`delete` needs (None: not known)."""
+        return self.send_text(queue, message.encode(), delay_s)
 
-    def send_text(self, queue: str, text: str, delay_s: float = 0) -> None:
+    def send_text(self, queue: str, text: str, delay_s: float = 0) -> QueuedMessage | None:
         visibility = max(0, min(round(delay_s), 7 * 24 * 3600))
-        self.client(queue).send_message(text, visibility_timeout=visibility or None)
+        sent = self.client(queue).send_message(text, visibility_timeout=visibility or None)
+        return QueuedMessage(id=sent.id, receipt=sent.pop_receipt) if sent.id and sent.pop_receipt else None
+
+    def delete(self, queue: str, message: QueuedMessage) -> bool:
+        """Delete a message sent earlier, before it arrives; best effort, one call.
+
+        False when it could not be: received meanwhile (its receipt changed), gone, or
+        storage did not answer. The message then arrives and its step finds nothing to do.
+        """
+        try:
+            self.client(queue).delete_message(message.id, message.receipt)
+        except ResourceNotFoundError:
+            return False
+        except AzureError as exc:  # a receipt that changed answers 400; an outage, anything
+            log.info("queue %s: message %s not deleted (%s); it will arrive", queue, message.id, type(exc).__name__)
+            return False
+        return True

@@ -12,8 +12,6 @@ sends it :func:`within` the job's trace, so every step lands there.
 from __future__ import annotations
 
 import random
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -27,9 +25,6 @@ if TYPE_CHECKING:
     from hastegeo.models.job import Job
 
 TRACER = trace.get_tracer("hastegeo")
-RECENT_JOBS = 4096  # jobs whose latest step's traceparent this process keeps (about 1 MB at most)
-_recent: OrderedDict[str, str] = OrderedDict()
-_recent_lock = threading.Lock()
 INTERNAL = SpanKind.INTERNAL
 __all__ = ["Status", "StatusCode"]  # re-exported for callers that set a span status
 SERVER = SpanKind.SERVER
@@ -136,39 +131,13 @@ def step_span(
     nothing). An exception leaving the block is recorded on the span and re-raised.
     """
     if not traceparent and job_id and job_trace is not None and tracing_on():
-        traceparent = recent_traceparent(job_id)
-        if not traceparent:
-            with untraced():
-                traceparent = job_trace(job_id)
+        with untraced():
+            traceparent = job_trace(job_id)
     base = {JOB_ID: job_id} if job_id else {}
     with TRACER.start_as_current_span(
         name, context=_context_of(traceparent), kind=kind, attributes={**base, **(attributes or {})}
     ) as span:
-        if job_id and span.is_recording():
-            _remember(job_id, current_traceparent())
         yield span
-
-
-def recent_traceparent(job_id: str) -> str | None:
-    """The ``traceparent`` of a step this process ran for ``job_id`` lately, or None.
-
-    A job's trace never changes, so any of its step spans is a parent within it.
-    The local backend's exit nudge is sent from the process whose submit step
-    started the workload: sent :func:`within` this, the nudge carries its trace,
-    and neither side reads the job to find it (one storage read a job saved).
-    """
-    with _recent_lock:
-        return _recent.get(job_id)
-
-
-def _remember(job_id: str, traceparent: str | None) -> None:
-    if not traceparent:
-        return
-    with _recent_lock:
-        _recent[job_id] = traceparent
-        _recent.move_to_end(job_id)
-        while len(_recent) > RECENT_JOBS:
-            _recent.popitem(last=False)
 
 
 @contextmanager

@@ -21,7 +21,6 @@ import argparse
 import logging
 import os
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from hastegeo_dev.devhost.host import DevHost
 from hastegeo_dev.devhost.hostjson import HostJsonError
 from hastegeo_dev.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES
 from hastegeo_dev.devhost.queue_driver import DriverOptions
+from hastegeo_dev.devhost.workers import QueueWorkers, listen_for_wakes, lower_priority, worker_command
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -55,9 +55,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--worker-processes",
         type=int,
         default=int(os.environ.get("FUNCTIONS_WORKER_PROCESS_COUNT", "1") or "1"),
-        help="processes running the queue triggers, like FUNCTIONS_WORKER_PROCESS_COUNT on the platform",
+        help="processes running the queue triggers, like FUNCTIONS_WORKER_PROCESS_COUNT on the platform; "
+        "with more than one, this process serves HTTP and runs the timers, and the workers run the queues",
     )
     parser.add_argument("--queues-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--niceness", type=int, default=0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -66,6 +68,11 @@ def _worker_args(args: argparse.Namespace) -> list[str]:
     if args.host_json:
         forwarded += ["--host-json", args.host_json]
     return [*forwarded, "--log-level", args.log_level, "--queues-only", "--worker-processes", "1"]
+
+
+def _split(args: argparse.Namespace) -> bool:
+    """Whether queue triggers run in worker processes, apart from the HTTP process (see ``workers``)."""
+    return args.worker_processes > 1 and not args.queues_only
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    lower_priority(args.niceness)
+    workers = QueueWorkers(args.worker_processes if _split(args) else 0, worker_command(_worker_args(args)))
     host = DevHost(
         args.app,
         app_dir=args.app_dir,
@@ -91,32 +100,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         body_timeout_s=args.body_timeout_s,
         driver_options=DriverOptions(lease_seconds=args.lease_seconds),
         serve_http=not args.queues_only,
+        run_queues=not _split(args),
         run_timers=not args.queues_only,
+        wake_elsewhere=workers.wake if _split(args) else None,
     )
     try:
         host.start()
     except (DevHostError, HostJsonError) as exc:
         print(f"devhost: {exc}", file=sys.stderr)
         return 2
-    # Extra worker processes share the queues (each message goes to one of
-    # them), so queue work is not limited to one interpreter's GIL.
-    workers = [
-        subprocess.Popen([sys.executable, "-m", "hastegeo_dev.devhost", *_worker_args(args)])
-        for _ in range(max(0, args.worker_processes - 1) if not args.queues_only else 0)
-    ]
-    if not args.queues_only:
+    # Worker processes share the queues (each message goes to one of them), so queue
+    # work is not limited to one interpreter's GIL, nor shares the HTTP process's.
+    workers.start()
+    if args.queues_only:
+        listen_for_wakes(sys.stdin.buffer, host.wake)
+    else:
         print(host.base_url, flush=True)
     try:
         while not stop.wait(0.5):
             pass
     finally:
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            try:
-                worker.wait(10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+        workers.stop()
         host.stop()
     return 0
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -74,7 +74,11 @@ class DevHost:
         serve_http: bool = True,
         run_queues: bool = True,
         run_timers: bool = True,
+        wake_elsewhere: Callable[[str], None] | None = None,
     ) -> None:
+        """``wake_elsewhere``: told the queue name each time this host sends to a queue (an output
+        binding), for queues whose triggers run in other processes (see ``__main__``)."""
+        self._wake_elsewhere = wake_elsewhere
         self._app = app
         self._app_dir = Path(app_dir) if app_dir is not None else None
         self._host_json = host_json
@@ -182,10 +186,12 @@ class DevHost:
         return f"{self.base_url}/{prefix}" if prefix else self.base_url
 
     def wake(self, queue_name: str) -> None:
-        """Poll ``queue_name`` now instead of after the current back-off (no-op for queues not driven here)."""
+        """Poll ``queue_name`` now instead of after the current back-off (its drivers here, or ``wake_elsewhere``)."""
         for driver in self._drivers:
             if driver.queue_name == queue_name:
                 driver.wake()
+        if self._wake_elsewhere is not None:
+            self._wake_elsewhere(queue_name)
 
     def in_flight(self, queue_name: str) -> int:
         """Messages of ``queue_name`` being processed right now."""

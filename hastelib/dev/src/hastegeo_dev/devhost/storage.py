@@ -15,12 +15,14 @@ to ``AzureWebJobs<name>``.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Mapping
 
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient
 
+from hastegeo.utils.transport import transport_options
 from hastegeo_dev.devhost.functions import DevHostError
 
 CONNECTION_TIMEOUT = 3.0
@@ -59,6 +61,7 @@ class QueueClients:
                     retry_total=0,
                     connection_timeout=self._connection_timeout,
                     read_timeout=self._read_timeout,
+                    **transport_options(os.environ),
                 )
                 self._clients[key] = client
             return client

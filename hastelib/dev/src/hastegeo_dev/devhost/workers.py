@@ -1,0 +1,102 @@
+"""Queue worker processes of the development host, and the wake-ups it sends them.
+
+With ``FUNCTIONS_WORKER_PROCESS_COUNT`` > 1 the host process serves the HTTP
+triggers (and the timers) and that many worker processes run the queue triggers.
+This mirrors Flex Consumption's per-function scaling, where HTTP triggers scale
+on instances of their own: a burst of ``POST /api/jobs`` is not slowed by the
+queue work it causes, which on one interpreter would share its GIL (measured in
+docs/reliability.md, Load). Queue workers run at a lower CPU priority
+(``WORKER_NICENESS``; the job processes they start inherit it): on one machine
+that stands for the HTTP instances' own CPUs. It only matters when the CPU is
+contended; an idle machine runs the queue work as fast as before.
+
+When the host sends to a queue (an output binding), the platform wakes that
+queue's listener at once. The workers learn of it over their standard input: one
+line with the queue name, to one worker in turn, which then polls that queue now
+instead of after its back-off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import IO
+
+log = logging.getLogger(__name__)
+
+WORKER_NICENESS = 5
+
+
+def worker_command(argv: Sequence[str], niceness: int = WORKER_NICENESS) -> list[str]:
+    """The command line of a queue worker: ``python -m hastegeo_dev.devhost`` with ``argv``, ``niceness`` lower."""
+    return [sys.executable, "-m", "hastegeo_dev.devhost", *argv, "--niceness", str(niceness)]
+
+
+class QueueWorkers:
+    """``count`` worker processes, each started with ``command``; they read wake-ups on standard input."""
+
+    def __init__(self, count: int, command: Sequence[str]) -> None:
+        self._command = list(command)
+        self._count = count
+        self._processes: list[subprocess.Popen[bytes]] = []
+        self._turn = itertools.count()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        self._processes = [subprocess.Popen(self._command, stdin=subprocess.PIPE) for _ in range(self._count)]
+
+    def wake(self, queue_name: str) -> None:
+        """Ask one worker (each in turn) to poll ``queue_name`` now. Never raises: a worker that
+        has gone still gets the message at its next poll."""
+        if not self._processes:
+            return
+        with self._lock:
+            process = self._processes[next(self._turn) % len(self._processes)]
+            stdin = process.stdin
+            if stdin is None or stdin.closed:
+                return
+            try:
+                stdin.write(queue_name.encode() + b"\n")
+                stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                log.debug("worker %d did not take a wake-up for %s", process.pid, queue_name)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        with self._lock:
+            processes, self._processes = self._processes, []
+        for process in processes:
+            if process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    process.stdin.close()
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def listen_for_wakes(stream: IO[bytes], wake: Callable[[str], None]) -> threading.Thread:
+    """In a worker: call ``wake(queue_name)`` for each line the host writes to ``stream``, until it closes."""
+
+    def run() -> None:
+        for line in stream:
+            name = line.strip().decode(errors="replace")
+            if name:
+                wake(name)
+
+    thread = threading.Thread(target=run, daemon=True, name="devhost-wakes")
+    thread.start()
+    return thread
+
+
+def lower_priority(niceness: int) -> None:
+    """Run this process (and the processes it starts) ``niceness`` steps below its parent."""
+    if niceness > 0 and hasattr(os, "nice"):
+        os.nice(niceness)

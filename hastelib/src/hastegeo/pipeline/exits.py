@@ -1,0 +1,61 @@
+"""A workload's exit, handled by the process that saw it (the local backend's exit watcher).
+
+A nudge message on the poll queue waits for the next poll of that queue: up to the
+host's ``maxPollingInterval`` (1 s) once the listener has backed off, which was most of a
+short job's end→terminal time, and it costs three queue calls (send, receive, delete).
+The process that saw the exit has everything the poll step needs, so it runs the step
+at once, on a thread of its own (the watcher keeps watching meanwhile).
+
+Nothing depends on it: the job's poll chain still follows the job and finds the end if
+this process dies midway, and a step that fails here (storage unavailable, say) sends
+the nudge message instead, so the queue's retries take over. Two processes that both
+see one exit run the step twice, which the step allows (ETag-guarded writes; one
+delivery post-processes).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from hastegeo.store.queues import JobMessage
+from hastegeo.telemetry.logs import job_fields
+
+log = logging.getLogger(__name__)
+
+Step = Callable[[JobMessage], None]
+
+
+class ExitHandler:
+    """``handler(job_id)``: run ``poll`` for the job now, on a daemon thread; ``fallback`` if it fails."""
+
+    def __init__(self, poll: Step, fallback: Step) -> None:
+        self._poll = poll
+        self._fallback = fallback
+
+    def __call__(self, job_id: str) -> None:
+        threading.Thread(target=self.run, args=(job_id,), name=f"job-exit-{job_id[:12]}", daemon=True).start()
+
+    def run(self, job_id: str) -> None:
+        """Run the poll step for ``job_id``'s exit here; on any failure, hand it to the poll queue."""
+        message = JobMessage(job_id=job_id, kind="nudge")
+        try:
+            self._poll(message)
+            return
+        except Exception as exc:  # the queue retries it; the poll chain remains behind both
+            log.warning(
+                "job %s: its exit could not be handled where it was seen (%s); sending it to the poll queue",
+                job_id,
+                type(exc).__name__,
+                extra=job_fields(job_id=job_id),
+            )
+        try:
+            self._fallback(message)
+        except Exception as exc:
+            log.warning(
+                "job %s: the poll queue could not take its exit either (%s); its poll chain will find it",
+                job_id,
+                type(exc).__name__,
+                extra=job_fields(job_id=job_id),
+            )

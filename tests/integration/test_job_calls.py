@@ -1,0 +1,27 @@
+"""One job's storage calls, step by step (``python -m tests.bench.job_calls``): the budget holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hastegeo_dev.devhost.azurite import Azurite
+from tests.bench import storage_calls
+from tests.bench.job_calls import one_job
+
+pytestmark = pytest.mark.azurite
+
+
+def test_one_local_job_makes_22_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
+    storage_calls.install()
+    calls = one_job(azurite.connection_string, tmp_path, inline_exits=True)
+    assert calls.state == "succeeded"
+    steps = {step: sum(counts.values()) for step, counts in calls.steps.items()}
+    assert steps == {"accept": 5, "submit": 7, "end": 10, "late poll": 0}, calls.steps
+    # The exit is handled where it is seen (no nudge message), and the chain's pending
+    # message is deleted instead of arriving after the end: one queue call.
+    assert {name: n for name, n in calls.steps["end"].items() if "queue" in name} == {"DELETE queue message": 1}
+    # Each step reads the job document once (the trace comes from that read).
+    assert calls.steps["submit"]["GET blob"] == 2  # the job and the staged input
+    assert calls.steps["end"]["GET blob"] == 2  # the job and the output the manifest lists
