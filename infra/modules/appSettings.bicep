@@ -248,6 +248,9 @@ var derivedSettings = {
 var platformSettings = {
   APPLICATIONINSIGHTS_CONNECTION_STRING: appInsightsConnectionString
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'Authorization=AAD'
+  // Every job traced, whole (docs/operations.md#sampling): unset, the Azure Monitor distro keeps
+  // 5 traces per second and a burst's jobs vanish from the "stuck jobs" query.
+  OTEL_TRACES_SAMPLER: 'parentbased_always_on'
 }
 
 @description('Every app setting of the Functions app, name to value.')

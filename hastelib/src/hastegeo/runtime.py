@@ -38,6 +38,7 @@ from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
+from hastegeo.telemetry import tracer
 from hastegeo.telemetry.configure import configure_telemetry
 from hastegeo.utils.ratelimit import TokenBucket
 from hastegeo.utils.transport import transport_options
@@ -106,7 +107,12 @@ def storage_clients(
 ) -> tuple[BlobServiceClient, QueueServiceClient]:
     """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
-    options = {**transport_options(os.environ), **(budget.client_options() if budget is not None else {})}
+    # A storage call is one span when traced, without its HTTP request's (docs/adr/0012).
+    options = {
+        **tracer.STORAGE_CLIENT_OPTIONS,
+        **transport_options(os.environ),
+        **(budget.client_options() if budget is not None else {}),
+    }
     if storage.connection_string:
         return (
             BlobServiceClient.from_connection_string(storage.connection_string, **options),

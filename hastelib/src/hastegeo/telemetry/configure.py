@@ -8,20 +8,33 @@
   managed identity (Entra, no instrumentation key).
 
 Every mode but ``off`` sets azure-core's tracing plugin to OpenTelemetry, so Batch,
-Azure ML and storage calls appear as child spans of the step that made them.
+Azure ML and storage calls appear as child spans of the step that made them. A
+storage call is one span, without its HTTP request's (:mod:`.sampling`).
+``OTEL_TRACES_SAMPLER`` (and ``_ARG``) choose which jobs are traced: every one by
+default in the file and console modes; the Azure Monitor distro reads them itself.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer, TracerProvider
 
 log = logging.getLogger(__name__)
 SERVICE_NAME = "haste-compute"
 _lock = threading.Lock()
 _configured: str | None = None
+# Spans wait at most this long before they are written, in batches of up to EXPORT_BATCH; a queue of
+# SPAN_QUEUE bounds the memory a stalled exporter can take (spans past it are dropped, not the step).
+EXPORT_DELAY_MS = 1000
+EXPORT_BATCH = 512
+SPAN_QUEUE = 4096
 
 
 def parse_export(value: str) -> tuple[str, Path | None]:
@@ -39,7 +52,11 @@ def parse_export(value: str) -> tuple[str, Path | None]:
 
 
 def configure_telemetry(export: str, *, metric_interval_s: float = 1.0) -> str:
-    """Install exporters for ``export`` unless this process already did; returns the mode in force."""
+    """Install exporters for ``export`` unless this process already did; returns the mode in force.
+
+    Raises:
+        ConfigurationError: ``OTEL_TRACES_SAMPLER`` or its argument is not one the file and console modes know.
+    """
     global _configured
     from hastegeo.telemetry.logs import quiet_expected_sdk_noise
 
@@ -67,20 +84,22 @@ def _json_lines(path: Path | None, metric_interval_s: float) -> None:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from opentelemetry.sdk.trace.sampling import ParentBased
 
-    from hastegeo.telemetry.export import (
-        JsonLines,
-        JsonLinesLogHandler,
-        JsonLinesMetricExporter,
-        JsonLinesSpanExporter,
-        StepRoots,
-    )
+    from hastegeo.telemetry.export import JsonLines, JsonLinesLogHandler, JsonLinesMetricExporter, JsonLinesSpanExporter
+    from hastegeo.telemetry.sampling import pipeline_sampler
 
+    sampler = pipeline_sampler(os.environ)  # first: a bad OTEL_TRACES_SAMPLER installs nothing
     sink = JsonLines(path if path is not None else sys.stderr)
     resource = Resource.create({"service.name": SERVICE_NAME})
-    tracer_provider = TracerProvider(resource=resource, sampler=ParentBased(root=StepRoots()))
-    tracer_provider.add_span_processor(BatchSpanProcessor(JsonLinesSpanExporter(sink), schedule_delay_millis=500))
+    tracer_provider = TracerProvider(resource=resource, sampler=sampler)
+    processor = BatchSpanProcessor(
+        JsonLinesSpanExporter(sink, report_cost=path is not None),
+        max_queue_size=SPAN_QUEUE,
+        schedule_delay_millis=EXPORT_DELAY_MS,
+        max_export_batch_size=EXPORT_BATCH,
+    )
+    tracer_provider.add_span_processor(processor)
+    cache_tracers(tracer_provider)
     trace.set_tracer_provider(tracer_provider)
     reader = PeriodicExportingMetricReader(
         JsonLinesMetricExporter(sink), export_interval_millis=int(metric_interval_s * 1000)
@@ -92,10 +111,49 @@ def _json_lines(path: Path | None, metric_interval_s: float) -> None:
 def _azure() -> None:
     from azure.identity import DefaultAzureCredential
     from azure.monitor.opentelemetry import configure_azure_monitor
+    from opentelemetry import trace
+
+    from hastegeo.telemetry.sampling import QuietStorageHttp
 
     # The managed identity (AZURE_CLIENT_ID names the user-assigned one); local
     # authentication is disabled on the App Insights resource.
     configure_azure_monitor(credential=DefaultAzureCredential(), logger_name="hastegeo")
+    # The distro's sampler (OTEL_TRACES_SAMPLER) decides, but a storage call's HTTP request is no
+    # dependency row of its own: the SDK call's row already says it (docs/adr/0012).
+    provider = trace.get_tracer_provider()
+    sampler = getattr(provider, "sampler", None)
+    if sampler is not None:
+        provider.sampler = QuietStorageHttp(sampler)  # type: ignore[attr-defined]
+    cache_tracers(provider)
+
+
+def cache_tracers(provider: TracerProvider) -> None:
+    """Make ``provider.get_tracer`` a dictionary lookup for the arguments it has seen before.
+
+    azure-core's OpenTelemetry plugin asks for its tracer at every span it starts
+    (each storage call); the SDK answers by building two scope objects and
+    re-installing a warnings filter every time, only to return the tracer it
+    cached for that scope. That cost as much CPU as the rest of the storage
+    span (docs/adr/0012); the lookup returns the same tracer for much less.
+    """
+    original = provider.get_tracer
+    tracers: dict[tuple[str, str | None, str | None], Tracer] = {}
+
+    def get_tracer(
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Any = None,
+    ) -> Tracer:
+        if attributes:
+            return original(instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
+        key = (instrumenting_module_name, instrumenting_library_version, schema_url)
+        tracer = tracers.get(key)
+        if tracer is None:
+            tracer = tracers[key] = original(*key)
+        return tracer
+
+    provider.get_tracer = get_tracer  # type: ignore[method-assign]
 
 
 def flush_telemetry(timeout_s: float = 5.0) -> None:

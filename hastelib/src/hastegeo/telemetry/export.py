@@ -1,21 +1,23 @@
 """Spans and metrics as JSON lines (one OTLP-shaped object a line), for the development host.
 
 A file is easy to read back (``haste trace <job-id>``) and needs no collector.
-Each line has ``"signal": "span"`` or ``"signal": "metric"``; ids are hex as in
-OTLP/JSON. Metrics are cumulative, so the last line of a metric and attribute
-set holds its total. Imported only when ``HASTE_OTEL_EXPORT`` asks for it.
+Each line has ``"signal": "span"``, ``"metric"``, ``"log"`` or ``"export"`` (what
+exporting spans has cost the process so far, :func:`export_cost`); ids are hex
+as in OTLP/JSON. Metrics are cumulative, so the last line of a metric and
+attribute set holds its total. Imported only when ``HASTE_OTEL_EXPORT`` asks for it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from opentelemetry.context import Context
 from opentelemetry.sdk.metrics.export import (
     HistogramDataPoint,
     MetricExporter,
@@ -25,38 +27,6 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler, SamplingResult
-from opentelemetry.trace import Link, SpanKind
-from opentelemetry.trace.span import TraceState
-from opentelemetry.util.types import Attributes
-
-
-class StepRoots(Sampler):
-    """Start traces only at steps and requests (use as ``ParentBased(root=StepRoots())``).
-
-    A storage call outside any step (the development host polling its queues
-    every second) would otherwise be a trace of its own, many a minute. Steps
-    and requests are server and consumer spans; the reconciler's run is the
-    one internal root. Inside a trace, the parent decides.
-    """
-
-    def should_sample(
-        self,
-        parent_context: Context | None,
-        trace_id: int,
-        name: str,
-        kind: SpanKind | None = None,
-        attributes: Attributes = None,
-        links: Sequence[Link] | None = None,
-        trace_state: TraceState | None = None,
-    ) -> SamplingResult:
-        chosen = kind in (SpanKind.SERVER, SpanKind.CONSUMER) or name == "reconcile"
-        return (ALWAYS_ON if chosen else ALWAYS_OFF).should_sample(
-            parent_context, trace_id, name, kind, attributes, links, trace_state
-        )
-
-    def get_description(self) -> str:
-        return "StepRoots"
 
 
 class JsonLines:
@@ -65,6 +35,7 @@ class JsonLines:
     def __init__(self, target: Path | IO[str]) -> None:
         self._target = target
         self._lock = threading.Lock()
+        self._folder_made = False
 
     def write(self, entries: Sequence[dict[str, Any]]) -> None:
         if not entries:
@@ -72,7 +43,9 @@ class JsonLines:
         text = "".join(json.dumps(entry, default=str) + "\n" for entry in entries)
         with self._lock:
             if isinstance(self._target, Path):
-                self._target.parent.mkdir(parents=True, exist_ok=True)
+                if not self._folder_made:
+                    self._target.parent.mkdir(parents=True, exist_ok=True)
+                    self._folder_made = True
                 with self._target.open("a", encoding="utf-8") as handle:
                     handle.write(text)
             else:
@@ -119,11 +92,25 @@ def span_entry(span: ReadableSpan) -> dict[str, Any]:
 
 
 class JsonLinesSpanExporter(SpanExporter):
-    def __init__(self, sink: JsonLines) -> None:
+    """Writes each batch of spans and, with ``report_cost``, this process's running export cost as an ``"export"`` line.
+
+    The cost is the CPU time of the exporting thread (the batch processor's), so
+    ``make bench`` can tell what exporting adds apart from recording the spans.
+    """
+
+    def __init__(self, sink: JsonLines, *, report_cost: bool = False) -> None:
         self._sink = sink
+        self._report_cost = report_cost
+        self._spans = 0
+        self._cpu_s = 0.0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        began = time.thread_time()
         self._sink.write([span_entry(span) for span in spans])
+        self._spans += len(spans)
+        self._cpu_s += time.thread_time() - began
+        if self._report_cost:
+            self._sink.write([{"signal": "export", "pid": os.getpid(), "spans": self._spans, "cpu_s": self._cpu_s}])
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
@@ -185,6 +172,15 @@ def latest_metrics(path: Path) -> dict[str, list[dict[str, Any]]]:
         if entry.get("signal") == "metric":
             latest[entry["name"]] = entry["points"]
     return latest
+
+
+def export_cost(path: Path) -> tuple[int, float]:
+    """Spans exported and the CPU seconds exporting them took, summed over the processes that wrote ``path``."""
+    latest: dict[int, tuple[int, float]] = {}
+    for entry in _lines(path):
+        if entry.get("signal") == "export":
+            latest[int(entry["pid"])] = (int(entry["spans"]), float(entry["cpu_s"]))
+    return sum(spans for spans, _ in latest.values()), sum(cpu for _, cpu in latest.values())
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

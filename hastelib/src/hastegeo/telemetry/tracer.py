@@ -42,6 +42,25 @@ REASON = "haste.reason"
 REASON_CLASS = "haste.reason_class"
 
 
+def skip_http_span(request: Any) -> None:
+    """A storage client's ``raw_request_hook``: tell azure-core's tracing policy to start no HTTP span.
+
+    The hook runs before the tracing policy in the storage SDK's pipeline; the policy
+    reads the per-call ``tracing_options``. Were that order to change, the HTTP span
+    would still be dropped by the sampler (:class:`.sampling.QuietStorageHttp`), only at its former cost.
+    """
+    request.context.options["tracing_options"] = {"enabled": False}
+
+
+# Options for the pipeline's blob and queue clients (``hastegeo.runtime.storage_clients``).
+STORAGE_CLIENT_OPTIONS: dict[str, Any] = {"raw_request_hook": skip_http_span}
+
+
+def tracing_on() -> bool:
+    """Whether an SDK records spans in this process (until one is installed, the API's proxy records none)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
 def current_traceparent() -> str | None:
     """The W3C ``traceparent`` of the current span, or None when nothing is being traced."""
     if not trace.get_current_span().get_span_context().is_valid:
@@ -106,10 +125,12 @@ def step_span(
 
     A message without one (a nudge, a message the reconciler re-sent, one
     from the previous version) is parented to the job's own trace instead:
-    ``job_trace(job_id)`` looks it up, untraced, only in that case. An
-    exception leaving the block is recorded on the span and re-raised.
+    ``job_trace(job_id)`` looks it up, untraced, only in that case and only
+    when tracing is on (with telemetry off, no message carries a
+    ``traceparent``, and the lookup would be a storage read per step for
+    nothing). An exception leaving the block is recorded on the span and re-raised.
     """
-    if not traceparent and job_id and job_trace is not None:
+    if not traceparent and job_id and job_trace is not None and tracing_on():
         with untraced():
             traceparent = job_trace(job_id)
     base = {JOB_ID: job_id} if job_id else {}

@@ -1,0 +1,61 @@
+"""CPU seconds a process tree spent over a window: the bench's load-insensitive cost measure.
+
+Wall time on a shared machine moves with everyone else's load; the CPU time a
+process was scheduled for barely does. :class:`TreeCpu` samples user + system
+time of a root process and those of its descendants that stay in its session
+(the development host and its worker processes; the local backend starts each
+workload in a session of its own, so workloads, which cost the same traced or
+not, are left out). A measurement instrument for the benches, never part of the app.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import psutil
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
+def tree_cpu(root_pid: int, *, same_session: bool = True) -> dict[int, float]:
+    """User + system CPU seconds of ``root_pid`` and its (same-session) descendants, by pid."""
+    try:
+        root = psutil.Process(root_pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return {}
+    session = _session(root_pid)
+    seconds: dict[int, float] = {}
+    for process in processes:
+        if same_session and _session(process.pid) != session:
+            continue
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            seconds[process.pid] = times.user + times.system
+    return seconds
+
+
+def spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds spent between two :func:`tree_cpu` samples (a process born in between counts whole)."""
+    return sum(value - before.get(pid, 0.0) for pid, value in after.items())
+
+
+class TreeCpu:
+    """``start()`` … ``stop()``: the CPU seconds the tree of ``root_pid`` spent in between."""
+
+    def __init__(self, root_pid: int, *, same_session: bool = True) -> None:
+        self._pid = root_pid
+        self._same_session = same_session
+        self._before: dict[int, float] = {}
+
+    def start(self) -> None:
+        self._before = tree_cpu(self._pid, same_session=self._same_session)
+
+    def stop(self) -> float:
+        return spent(self._before, tree_cpu(self._pid, same_session=self._same_session))
