@@ -2,7 +2,7 @@
 
 Like two Function App instances, each host serves the API and competes for the same
 queues. Every job must end once: none lost, none run twice (the local backend writes one
-line per supervisor it starts), and both hosts must have taken a share of the work
+line per workload it starts), and both hosts must have taken a share of the work
 (counted from each host's own storage calls).
 """
 

@@ -1,5 +1,5 @@
 """The local backend against real Azurite and real processes: storage that stops answering,
-supervisors that die or are stopped, and an exit record on every path."""
+one process per job, workloads and hosts that die or are stopped, and an exit record on every path."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from azure.storage.blob import BlobServiceClient, ExponentialRetry
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeState, InputFile
+from hastegeo.compute.fingerprint import legacy_fingerprint
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, write_json
 from hastegeo.config import load_settings
@@ -46,10 +47,12 @@ def own_azurite(tmp_path: Path) -> Iterator[Azurite]:
         yield emulator
 
 
-def make_backend(connection_string: str, root: Path, retry: ExponentialRetry | None = None) -> LocalBackend:
+def make_backend(
+    connection_string: str, root: Path, retry: ExponentialRetry | None = None, slots: int = 2
+) -> LocalBackend:
     settings = load_settings({"AzureWebJobsStorage": connection_string, "HASTE_LOCAL_ROOT": str(root)})
     blobs = BlobServiceClient.from_connection_string(connection_string)
-    return LocalBackend(BackendContext(settings=settings, blob_service=blobs), root, 2, sys.executable, retry=retry)
+    return LocalBackend(BackendContext(settings=settings, blob_service=blobs), root, slots, sys.executable, retry=retry)
 
 
 def spec(name: str, entrypoint: tuple[str, ...], inputs: tuple[InputFile, ...] = ()) -> ComputeJobSpec:
@@ -173,70 +176,242 @@ def test_a_missing_input_is_recorded_as_the_end_of_the_job(own_azurite: Azurite,
     backend.close()
 
 
-# -- supervisors that die or are stopped ---------------------------------------------------------
+# -- one process per job, and an exit record on every path ---------------------------------------
+
+WITH_CHILD = ("python", "-c", "import subprocess, time; subprocess.Popen(['sleep', '60']); time.sleep(60)")
+HOST = """
+import sys, time
+from pathlib import Path
+from tests.integration.test_local_reliability import make_backend, spec
+backend = make_backend(sys.argv[1], Path(sys.argv[2]), slots=3)
+backend.submit(spec("finishes", ("python", "-c", "import time; time.sleep(2)")))
+backend.submit(spec("killed", ("python", "-c", "import time; time.sleep(60)")))
+backend.submit(spec("not-python", ("sleep", "2")))
+time.sleep(60)
+"""
 
 
-def running_job(backend: LocalBackend, root: Path, name: str) -> tuple[ComputeJobHandle, int, int]:
-    """Submit a sleeping job; return its handle, supervisor pid and workload pid once it runs."""
-    handle = backend.submit(spec(name, SLEEPER))
+def running_job(
+    backend: LocalBackend, root: Path, name: str, entrypoint: tuple[str, ...] = SLEEPER, limit_s: float = 120
+) -> tuple[ComputeJobHandle, int]:
+    """Submit a job; return its handle and its process's pid once it runs."""
+    handle = backend.submit(spec(name, entrypoint).model_copy(update={"time_limit_s": limit_s}))
     layout = LocalLayout(root)
     wait_for(lambda: read_json(layout.state(f"haste-{name}") / "running.json") is not None)
-    running = read_json(layout.state(f"haste-{name}") / "running.json") or {}
-    supervisor = layout.active_pid(f"haste-{name}")
-    assert supervisor is not None
-    return handle, supervisor, int(running["pid"])
+    pid = layout.active_pid(f"haste-{name}")
+    assert pid == (read_json(layout.state(f"haste-{name}") / "running.json") or {})["pid"]
+    return handle, pid
 
 
-def status_after_supervisor(backend: LocalBackend, handle: ComputeJobHandle, supervisor: int) -> tuple[str, str]:
-    wait_for(lambda: not pid_alive(supervisor))
+def session(sid: int) -> list[tuple[int, int]]:
+    """(pid, parent pid) of every live process in session ``sid``, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            members.append((int(entry.name), int(fields[1])))
+    return members
+
+
+def ended(backend: LocalBackend, handle: ComputeJobHandle) -> tuple[ComputeState, int | None, str]:
+    assert ended_status(backend, handle).terminal
     status = backend.status(handle)
-    return status.state.value, status.reason or ""
+    return status.state, status.exit_code, status.reason or ""
 
 
-def test_a_supervisor_stopped_by_a_signal_records_why_and_stops_its_workload(
+def test_a_job_is_one_process_the_host_started_and_its_slot_goes_to_the_next(
     own_azurite: Azurite, tmp_path: Path
 ) -> None:
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local")  # 2 slots
+    first, pid = running_job(backend, tmp_path / "local", "one")
+    running_job(backend, tmp_path / "local", "two")
+    third = backend.submit(spec("three", SLEEPER))
+    try:
+        assert session(pid) == [(pid, os.getpid())]  # the workload alone, a child of this host: no supervisor
+        assert "hastegeo.compute.local.run" in Path(f"/proc/{pid}/cmdline").read_text()
+        assert backend.status(third).state is ComputeState.QUEUED  # no free slot
+        backend.cancel(first)
+        assert ended(backend, first)[0] is ComputeState.CANCELLED
+        wait_for(lambda: backend.status(third).state is ComputeState.RUNNING)  # its slot went to the next job
+        assert not pid_alive(pid)  # reaped: no zombie left behind
+        for name in ("one", "two", "three"):
+            launches = (tmp_path / "local" / "jobs" / f"haste-{name}" / "state" / "launches.log").read_text()
+            assert len(launches.splitlines()) == 1
+    finally:
+        for _, handle in backend.list_active():
+            backend.cancel(handle)
+        backend.close()
+
+
+def test_a_job_cancelled_while_its_inputs_were_staged_never_starts(own_azurite: Azurite, tmp_path: Path) -> None:
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local", slots=1)
+    first, _ = running_job(backend, tmp_path / "local", "first")
+    late = backend.submit(spec("late", SLEEPER))
+    state = tmp_path / "local" / "jobs" / "haste-late" / "state"
+    # A cancel that found the job neither queued nor running (its inputs were being staged) leaves only this:
+    (state / "cancel").touch()
+    try:
+        backend.cancel(first)  # frees the only slot
+        assert ended(backend, late)[0] is ComputeState.CANCELLED
+        assert not (state / "launches.log").exists()  # never started
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize(
+    ("signum", "reason", "entrypoint"),
+    [
+        (signal.SIGTERM, "the workload was stopped by SIGTERM", WITH_CHILD),  # recorded by the workload itself
+        (signal.SIGKILL, "the workload was killed by SIGKILL", WITH_CHILD),  # recorded by the host that reaps it
+        (signal.SIGKILL, "the workload was killed by SIGKILL", ("sleep", "60")),  # not Python: the host records
+    ],
+)
+def test_a_workload_stopped_by_a_signal_is_recorded_once_with_its_group(
+    own_azurite: Azurite, tmp_path: Path, signum: int, reason: str, entrypoint: tuple[str, ...]
+) -> None:
     backend = make_backend(own_azurite.connection_string, tmp_path / "local")
-    handle, supervisor, workload = running_job(backend, tmp_path / "local", "sigterm")
-    os.kill(supervisor, signal.SIGTERM)
-    state, reason = status_after_supervisor(backend, handle, supervisor)
-    backend.close()
-    assert state == "failed"
-    assert reason.startswith("the local supervisor was stopped by SIGTERM; the workload was stopped with it")
-    assert not pid_alive(workload)
+    handle, pid = running_job(backend, tmp_path / "local", "signalled", entrypoint)
+    if entrypoint is WITH_CHILD:
+        wait_for(lambda: len(session(pid)) == 2)
+    os.kill(pid, signum)  # the workload only, not its group
+    try:
+        assert ended(backend, handle) == (ComputeState.FAILED, -signum, reason)
+        wait_for(lambda: session(pid) == [])  # nothing it started outlives it
+        assert backend.list_active() == []  # recorded: the reconciler will not cancel it every minute
+        assert backend.status(handle).reason == reason  # the same answer from the record
+    finally:
+        backend.close()
 
 
-def test_a_killed_supervisor_is_recorded_by_the_adapter_once(own_azurite: Azurite, tmp_path: Path) -> None:
+@pytest.mark.parametrize("entrypoint", [WITH_CHILD, ("sleep", "60")], ids=["python", "not-python"])
+def test_the_time_limit_stops_the_whole_group(
+    own_azurite: Azurite, tmp_path: Path, entrypoint: tuple[str, ...]
+) -> None:
     backend = make_backend(own_azurite.connection_string, tmp_path / "local")
-    handle, supervisor, workload = running_job(backend, tmp_path / "local", "sigkill")
-    os.kill(supervisor, signal.SIGKILL)
-    state, reason = status_after_supervisor(backend, handle, supervisor)
-    assert state == "failed"
-    assert reason.startswith(
-        "the local supervisor was killed after starting the workload, so its exit was not recorded; "
-        "its workload was stopped"
-    )
-    wait_for(lambda: not pid_alive(workload))
-    assert backend.list_active() == []  # recorded: the reconciler will not cancel it every minute
-    assert backend.status(handle).reason == reason  # the same answer from the record
-    backend.close()
+    handle, pid = running_job(backend, tmp_path / "local", "limited", entrypoint, limit_s=1)
+    try:
+        state, _, reason = ended(backend, handle)
+        assert (state, reason) == (ComputeState.FAILED, "exceeded its time limit of 1s and was stopped")
+        wait_for(lambda: session(pid) == [])
+    finally:
+        backend.close()
 
 
-def test_a_supervisor_that_fails_on_its_own_records_the_exception(tmp_path: Path) -> None:
-    layout = LocalLayout(tmp_path / "local").ensure()
-    layout.write_config(1, sys.executable)
-    write_json(layout.job_dir("bad") / "spec.json", {"argv": [["not", "a", "string"]], "timeLimitS": 5})
-    done = subprocess.run(
-        [sys.executable, "-m", "hastegeo.compute.local.supervisor", str(layout.root), "bad"], timeout=60, check=False
+@pytest.mark.parametrize(
+    ("entrypoint", "code", "stderr"),
+    [
+        (("python", "-c", "import sys; sys.exit(4)"), 4, ""),
+        (("python", "-c", "raise ValueError('band 4')"), 1, " | ValueError: band 4"),
+        (("python", "-m", "no_such_module"), 1, "No module named no_such_module"),
+        (("sh", "-c", "echo not python >&2; exit 3"), 3, "not python"),
+        (("no-such-command",), 1, "could not start the workload: No such file or directory: no-such-command"),
+    ],
+)
+def test_every_exit_code_is_recorded_with_the_end_of_stderr(
+    own_azurite: Azurite, tmp_path: Path, entrypoint: tuple[str, ...], code: int, stderr: str
+) -> None:
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    try:
+        state, exit_code, said = ended(backend, backend.submit(spec("exits", entrypoint)))
+        assert (state, exit_code) == (ComputeState.FAILED, code)
+        assert said.startswith(f"the workload exited with code {code}")
+        assert said.endswith(stderr)
+    finally:
+        backend.close()
+
+
+def test_a_python_workload_runs_as_python_would_and_is_recorded_after_its_threads(
+    own_azurite: Azurite, tmp_path: Path
+) -> None:
+    code = (
+        "import atexit, json, os, pathlib, sys, threading, time\n"
+        "out = pathlib.Path(os.environ['HASTE_JOB_WORKDIR'], 'outputs')\n"
+        "seen = {'argv': sys.argv, 'batch': os.environ['AZ_BATCH_TASK_WORKING_DIR'], 'cwd': os.getcwd(),"
+        " 'main': __name__}\n"
+        "(out / 'seen.json').write_text(json.dumps(seen))\n"
+        "atexit.register(lambda: (out / 'atexit.txt').write_text('hook'))\n"
+        "threading.Thread(target=lambda: (time.sleep(0.5), (out / 'late.txt').write_text('thread'))).start()\n"
     )
-    ended = read_json(layout.state("bad") / "exit.json")
-    assert ended is not None, done
-    assert str(ended["reason"]).startswith("the local supervisor failed: TypeError")
-    assert (layout.root / "exited" / "bad").exists()  # the pipeline is told at once
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    handle = backend.submit(spec("as-python", ("python", "-c", code, "a", "b")))
+    work = tmp_path / "local" / "jobs" / "haste-as-python" / "work"
+    try:
+        wait_for(lambda: (work.parent / "state" / "exit.json").exists())
+        assert (work / "outputs" / "late.txt").read_text() == "thread"  # the record waited for the thread
+        assert (work / "outputs" / "atexit.txt").read_text() == "hook"  # and for the command's own hooks
+        assert read_json(work / "outputs" / "seen.json") == {
+            "argv": ["-c", "a", "b"],
+            "batch": str(work),
+            "cwd": str(work),
+            "main": "__main__",
+        }
+        assert ended(backend, handle)[0] is ComputeState.SUCCEEDED
+    finally:
+        backend.close()
+
+
+def test_a_child_the_workload_forked_neither_records_nor_stops_the_job(own_azurite: Azurite, tmp_path: Path) -> None:
+    forks = ("python", "-c", "import os, time\nif os.fork() == 0:\n    time.sleep(60)\nelse:\n    time.sleep(3)")
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    handle, pid = running_job(backend, tmp_path / "local", "forks", forks)
+    try:
+        wait_for(lambda: len(session(pid)) == 2)
+        child = next(member for member, _ in session(pid) if member != pid)
+        os.kill(child, signal.SIGTERM)  # ends the child as it would without the job's handlers
+        wait_for(lambda: len(session(pid)) == 1)
+        assert not (tmp_path / "local" / "jobs" / "haste-forks" / "state" / "exit.json").exists()
+        assert ended(backend, handle) == (ComputeState.SUCCEEDED, 0, "")
+    finally:
+        backend.close()
+
+
+def test_a_killed_host_leaves_the_truth_on_disk_for_the_next(own_azurite: Azurite, tmp_path: Path) -> None:
+    """Python workloads record their own end; what ended unrecorded while no host watched is said to be so."""
+    root = tmp_path / "local"
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, own_azurite.connection_string, str(root)], cwd=Path(__file__).parents[2]
+    )
+    layout = LocalLayout(root)
+    try:
+        names = ("finishes", "killed", "not-python")
+        wait_for(lambda: all(layout.active_pid(f"haste-{name}") for name in names), timeout=60)
+        pids = {name: layout.active_pid(f"haste-{name}") or 0 for name in names}
+    finally:
+        host.kill()
+        host.wait()
+    os.kill(pids["killed"], signal.SIGKILL)  # while no host is watching
+    wait_for(lambda: not any(pid_alive(pid) for pid in pids.values()))
+    backend = make_backend(own_azurite.connection_string, root)  # the restarted host
+    assert {job_id for job_id, _ in backend.list_active()} == {"killed", "not-python"}  # no record yet
+    handles = {
+        name: ComputeJobHandle(
+            backend="local",
+            provider_ids={"name": f"haste-{name}"},
+            output=BlobLocation(container="haste-outputs", path=f"jobs/{name}"),
+            submitted_at=datetime.now(UTC),
+        )
+        for name in names
+    }
+    try:
+        assert ended(backend, handles["finishes"])[0] is ComputeState.SUCCEEDED
+        unrecorded = (
+            ComputeState.FAILED,
+            None,
+            "the workload ended while no host was watching it (a SIGKILL, or a command that is not Python), "
+            "so its exit was not recorded",
+        )
+        assert ended(backend, handles["killed"]) == unrecorded
+        assert ended(backend, handles["not-python"]) == unrecorded
+        assert backend.list_active() == []
+    finally:
+        backend.close()
 
 
 def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(own_azurite: Azurite, tmp_path: Path) -> None:
-    """Admission takes a job off the queue, then starts and records its supervisor: status must wait."""
+    """Admission takes a job off the queue, then starts and records its workload: status must wait."""
     backend = make_backend(own_azurite.connection_string, tmp_path / "local")
     layout = LocalLayout(tmp_path / "local")
     name = "haste-admitting"
@@ -252,7 +427,7 @@ def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(own_azurite: Azur
     answers: list[ComputeState] = []
     stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        with layout.scheduler_lock():  # admission in progress: off the queue, supervisor not yet recorded
+        with layout.scheduler_lock():  # admission in progress: off the queue, workload not yet recorded
             asking = threading.Thread(target=lambda: answers.append(backend.status(handle).state))
             asking.start()
             asking.join(0.5)
@@ -264,6 +439,24 @@ def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(own_azurite: Azur
     finally:
         stand_in.kill()
         stand_in.wait()
+        backend.close()
+
+
+def test_a_repeat_binds_to_a_job_stored_with_the_legacy_fingerprint(own_azurite: Azurite, tmp_path: Path) -> None:
+    """A submit redelivered across the upgrade binds to the job it created; another spec is still refused."""
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    job = spec("legacy", WRITER)
+    backend.submit(job)
+    job_dir = tmp_path / "local" / "jobs" / "haste-legacy"
+    wait_for(lambda: (job_dir / "state" / "exit.json").exists())
+    stored = read_json(job_dir / "spec.json") or {}
+    write_json(job_dir / "spec.json", {**stored, "fingerprint": legacy_fingerprint(job)})
+    try:
+        assert backend.status(backend.submit(job)).state is ComputeState.SUCCEEDED
+        assert len((job_dir / "state" / "launches.log").read_text().splitlines()) == 1
+        with pytest.raises(TerminalBackendError, match="A different local job"):
+            backend.submit(spec("legacy", SLEEPER))
+    finally:
         backend.close()
 
 

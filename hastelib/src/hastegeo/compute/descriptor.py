@@ -1,7 +1,7 @@
 """What the app knows about a backend without building it: one :class:`BackendDescriptor` per adapter package.
 
 Standard library only: adapter packages export their descriptor from
-``__init__``, which the local backend's per-job supervisor also imports, and
+``__init__``, which every local job's process (``hastegeo.compute.local.run``) also imports, and
 that process must start fast.
 """
 

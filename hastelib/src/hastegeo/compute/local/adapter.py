@@ -1,13 +1,14 @@
 """The local backend: each job a real process group on this machine, state on disk.
 
 Submit stages the inputs from blob into the job's working directory and
-queues it; a small per-job supervisor (see :mod:`.supervisor`) runs the
-workload when a slot is free. ``status`` only reports; once the workload has
+queues it; when a slot is free, admission starts the workload as one process
+in a session of its own (a Python command through :mod:`.run`, which records
+its own end), and the host that started it reaps it. ``status`` only reports; once the workload has
 ended, :meth:`LocalBackend.collect_outputs` (the contract's explicit step, taken
 by the execution service before it reports an end) uploads ``outputs/**`` and
 ``logs/**`` to the job's blob prefix — the layout Azure Batch output files
 produce — so post-processing reads the same blobs on every backend. Uploading
-here, not in the supervisor, keeps the Azure SDK out of the per-job process (ADR 0002).
+here, not in the job's process, keeps the Azure SDK out of it (ADR 0002).
 
 Storage may stop answering for a while. Staging and uploading go through a
 client of their own whose azure-core retry policy is the one owner of
@@ -15,8 +16,9 @@ retries (:func:`transfer_retry`, about half a minute); past that budget the
 step fails transiently and the pipeline tries it again later (the submit
 message comes back; the poll chain asks for the status again). Every job
 that ends has an exit record (``state/exit.json``): written by the
-supervisor, by a failed staging (the pipeline may stage again), or by
-``status`` when it finds the supervisor gone without one.
+workload's own process, by the host that reaps it when it could not (a
+SIGKILL, a command that is not Python), by a failed staging (the pipeline may
+stage again), or by ``status`` when the workload is gone without one (ADR 0015).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -48,7 +51,7 @@ from hastegeo.compute.contract import (
     InputFile,
     OutputRead,
 )
-from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, write_json
+from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, time_limit_reason, write_json
 from hastegeo.utils.errors import (
     ConfigurationError,
     HasteError,
@@ -61,7 +64,6 @@ log = logging.getLogger(__name__)
 
 TAIL_LINES = 5
 TAIL_MAX_BYTES = 64 * 1024
-WATCH_INTERVAL_S = 0.05
 STAGING_FAILED = "staging"  # exit.json "stage" of a job whose inputs could not be staged
 
 
@@ -79,21 +81,9 @@ class LocalBackend(ComputeBackend):
         self._context = context
         self._blobs = transfer_client(context.blob_service, retry or transfer_retry())
         self._layout = LocalLayout(root).ensure()
-        self._layout.write_config(slots, python)
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
-
-    def _ensure_watcher(self) -> None:
-        """Start the exit watcher on first use, not in the constructor: the registry may build
-        an adapter and discard it, and a discarded one must not leave a thread behind."""
-        with self._lock:
-            if self._watcher is None and not self._stop.is_set():
-                self._watcher = threading.Thread(target=self._watch_exits, name="local-exits", daemon=True)
-                self._watcher.start()
+        self._slots, self._python = slots, python
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
-        self._ensure_watcher()
         fingerprint = spec.fingerprint()
         job_dir = self._layout.job_dir(spec.name)
         state = self._layout.state(spec.name)
@@ -108,7 +98,7 @@ class LocalBackend(ComputeBackend):
         # concurrent duplicate waits, then binds to what the first one made.
         with file_lock(job_dir / "submit.lock"):
             existing = read_json(job_dir / "spec.json")
-            if existing is not None and existing.get("fingerprint") != fingerprint:
+            if existing is not None and not spec.is_same_submission(existing.get("fingerprint")):
                 raise TerminalBackendError(
                     f"A different local job named {spec.name!r} already exists", backend=self.name
                 )
@@ -121,7 +111,7 @@ class LocalBackend(ComputeBackend):
             self._prepare(spec, fingerprint)
             (state / "ready").touch()
             self._layout.enqueue(spec.name)
-        self._layout.admit()
+        self._admit()
         return handle
 
     def _prepare(self, spec: ComputeJobSpec, fingerprint: str) -> None:
@@ -159,27 +149,24 @@ class LocalBackend(ComputeBackend):
             raise
 
     def status(self, handle: ComputeJobHandle) -> ComputeStatus:
-        self._ensure_watcher()
         name = self._name(handle)
         state = self._layout.state(name)
         if not state.exists():
             return ComputeStatus(state=ComputeState.FAILED, reason="the local job's files are gone")
         ended = read_json(state / "exit.json")
+        if ended is None and not (state / "ready").exists():
+            return ComputeStatus(state=ComputeState.QUEUED, detail="staging inputs")
+        workload = self._layout.active_pid(name)
+        if ended is None and not (workload and pid_alive(workload)):
+            # Admission starts it if a slot is free, or records its end if its workload is gone
+            # without a record; under the scheduler's lock, so a job being started waits for it.
+            self._admit()
+            ended = read_json(state / "exit.json")
         if ended is not None:
             return self._ended_status(name, ended)
         if self._layout.is_waiting(name):
-            self._layout.admit()
             return ComputeStatus(state=ComputeState.QUEUED, detail="waiting for a free local slot")
-        running = read_json(state / "running.json")
-        supervisor = self._layout.active_pid(name)
-        if supervisor is not None and pid_alive(supervisor):
-            return ComputeStatus(state=ComputeState.RUNNING if running else ComputeState.QUEUED)
-        if not (state / "ready").exists():
-            return ComputeStatus(state=ComputeState.QUEUED, detail="staging inputs")
-        ended = self._exit_or_gone(name)
-        if ended is None:  # admitted meanwhile: it is starting
-            return ComputeStatus(state=ComputeState.QUEUED)
-        return self._ended_status(name, ended)
+        return ComputeStatus(state=ComputeState.RUNNING if (state / "running.json").exists() else ComputeState.QUEUED)
 
     def collect_outputs(self, handle: ComputeJobHandle) -> None:
         """Upload ``outputs/**`` and ``logs/**`` of an ended job once; a crash midway simply uploads again.
@@ -237,14 +224,15 @@ class LocalBackend(ComputeBackend):
         if not state.exists() or (state / "exit.json").exists():
             return
         (state / "cancel").touch()
-        if self._layout.dequeue(name):
-            self._record_exit(name, "cancelled", cancelled=True)
-            (self._layout.root / "exited" / name).touch()
-            return
-        running = read_json(state / "running.json")
-        if running:
+        with self._layout.scheduler_lock():  # not while admission starts it: it would run unseen
+            if self._layout.dequeue(name):
+                self._record_exit(name, "cancelled")
+                self._nudge(name)
+                return
+            workload = self._layout.active_pid(name)
+        if workload is not None:  # its process records the cancellation (or, if it cannot, the host)
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(running["pid"]), signal.SIGTERM)
+                os.killpg(workload, signal.SIGTERM)
 
     def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
         """(job id, handle) of every local job that has not ended, for the reconciler."""
@@ -268,47 +256,45 @@ class LocalBackend(ComputeBackend):
         if (self._layout.state(name) / "uploaded").exists():
             shutil.rmtree(self._layout.work(name), ignore_errors=True)
 
-    def close(self) -> None:
-        self._stop.set()
+    def _record_exit(self, name: str, reason: str, **stage: str) -> None:
+        self._layout.record_exit(name, None, reason, endedAt=self._context.clock().isoformat(), **stage)
 
-    def _exit_or_gone(self, name: str) -> dict[str, object] | None:
-        """The job's exit record; written here if its supervisor is gone without one. None: it is starting.
+    def _admit(self) -> None:
+        """Admit waiting jobs; each workload started here is reaped by a thread of this process."""
+        for name, process in self._layout.admit(self._slots, self._python):
+            threading.Thread(target=self._reap, args=(name, process), name=f"local-{process.pid}", daemon=True).start()
 
-        Decided under the scheduler's lock: admission takes a job off the
-        queue and records its supervisor under that lock, so a job caught
-        between the two is never mistaken for one whose supervisor died.
+    def _reap(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        """Wait for a workload this process started; record its end if it could not; nudge; admit the next.
+
+        ``waitid(WNOWAIT)`` leaves the exited process a zombie, which counts as alive, until
+        the record is written: no status call in between takes it for one that vanished.
         """
+        ended = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
         state = self._layout.state(name)
-        with self._layout.scheduler_lock():
-            ended = read_json(state / "exit.json")
-            if ended is not None:
-                return ended
-            supervisor = self._layout.active_pid(name)
-            if self._layout.is_waiting(name) or (supervisor is not None and pid_alive(supervisor)):
-                return None
-            running = read_json(state / "running.json")
-            stopped = ""
-            if running and pid_alive(int(running["pid"])):
-                # Nobody would ever record this workload's end: stop it, and say so.
+        if ended is not None and not (state / "exit.json").exists():
+            code = ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
+            reason = None
+            if code < 0:  # nothing of a killed workload outlives it
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(int(running["pid"]), signal.SIGKILL)
-                stopped = "; its workload was stopped"
-            if (state / "cancel").exists():  # it was being cancelled: that is what the user asked for
-                ended = self._record_exit(name, "cancelled", cancelled=True)
-            else:
-                what = "after starting the workload" if running else "before starting the workload"
-                reason = f"the local supervisor was killed {what}, so its exit was not recorded{stopped}"
-                log.warning("local job %s: %s", name, reason)
-                ended = self._record_exit(name, reason)
-        self._layout.admit()  # its slot is free again (admission takes the lock itself)
-        return ended
+                    os.killpg(process.pid, signal.SIGKILL)
+                reason = (
+                    time_limit_reason(read_json(self._layout.job_dir(name) / "spec.json") or {})
+                    if code == -signal.SIGALRM  # the interval timer a command keeps across exec (see .run)
+                    else f"the workload was killed by {signal.Signals(-code).name}"
+                )
+            self._layout.record_exit(name, code, reason)
+        process.wait()
+        self._nudge(name)
+        self._admit()
 
-    def _record_exit(
-        self, name: str, reason: str, *, stage: str | None = None, cancelled: bool = False
-    ) -> dict[str, object]:
-        ended: dict[str, object] = {"exitCode": None, "reason": reason, "cancelled": cancelled, "stage": stage}
-        write_json(self._layout.state(name) / "exit.json", {**ended, "endedAt": self._context.clock().isoformat()})
-        return ended
+    def _nudge(self, name: str) -> None:
+        """Tell the pipeline the job ended, so it looks now rather than at its next poll."""
+        job_id = (read_json(self._layout.job_dir(name) / "spec.json") or {}).get("jobId")
+        try:
+            self._context.notify_exit(str(job_id))
+        except Exception:  # polling still finds the end; a nudge is an optimisation
+            log.warning("could not nudge the pipeline for job %s", job_id, exc_info=True)
 
     def _name(self, handle: ComputeJobHandle) -> str:
         name = handle.provider_ids.get("name", "")
@@ -359,24 +345,6 @@ class LocalBackend(ComputeBackend):
         except FileNotFoundError:
             return ""
         return " | ".join(lines)
-
-    def _watch_exits(self) -> None:
-        exited = self._layout.root / "exited"
-        while not self._stop.wait(WATCH_INTERVAL_S):
-            try:
-                markers = list(exited.iterdir())
-            except FileNotFoundError:
-                continue
-            for marker in markers:
-                spec = read_json(self._layout.job_dir(marker.name) / "spec.json") or {}
-                with contextlib.suppress(FileNotFoundError):
-                    marker.unlink()
-                job_id = spec.get("jobId")
-                if isinstance(job_id, str):
-                    try:
-                        self._context.notify_exit(job_id)
-                    except Exception:  # polling still finds the end; a nudge is an optimisation
-                        log.warning("could not nudge the pipeline for job %s", job_id, exc_info=True)
 
 
 def transfer_retry() -> ExponentialRetry:

@@ -1,14 +1,11 @@
-"""The on-disk layout of the local backend, and the scheduler that admits queued jobs.
+"""The on-disk layout of the local backend, and the admission that starts queued jobs.
 
-Standard library only: this module is imported by the per-job supervisor
-process, which starts for every job and must start fast.
+Standard library only: every job's process (:mod:`.run`) imports it, and must start fast.
 
     <root>/
-        config.json               slots and interpreter, written by the adapter
         scheduler.lock            flock held while admitting jobs
         queue/<seq>-<name>        jobs waiting for a slot (FIFO by seq)
-        active/<name>             running jobs: the supervisor's pid
-        exited/<name>             a job ended; the adapter nudges the pipeline
+        active/<name>             running jobs: the workload's pid (leader of its own session)
         jobs/<name>/
             spec.json             argv, env, time limit, job id
             work/                 HASTE_JOB_WORKDIR: inputs/ outputs/ logs/
@@ -17,7 +14,7 @@ process, which starts for every job and must start fast.
             state/exit.json       exit code, reason, end time (the truth)
             state/uploaded        outputs and logs are in blob storage
             state/cancel          cancellation requested
-            state/launches.log    one line per supervisor started (at most one per job)
+            state/launches.log    one line per workload started (at most one per job)
 """
 
 from __future__ import annotations
@@ -27,12 +24,19 @@ import fcntl
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+DEFAULT_TIME_LIMIT_S = 3600.0
+UNRECORDED = (
+    "the workload ended while no host was watching it (a SIGKILL, or a command that is not Python), "
+    "so its exit was not recorded"
+)
+NOT_STARTED = "the local host stopped while starting the workload, so it may not have run"
 
 
 class LocalLayout:
@@ -40,7 +44,7 @@ class LocalLayout:
         self.root = root
 
     def ensure(self) -> LocalLayout:
-        for folder in ("queue", "active", "exited", "jobs"):
+        for folder in ("queue", "active", "jobs"):
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         return self
 
@@ -52,12 +56,6 @@ class LocalLayout:
 
     def state(self, name: str) -> Path:
         return self.job_dir(name) / "state"
-
-    def read_config(self) -> dict[str, Any]:
-        return read_json(self.root / "config.json") or {"slots": 1, "python": sys.executable}
-
-    def write_config(self, slots: int, python: str) -> None:
-        write_json(self.root / "config.json", {"slots": slots, "python": python})
 
     def enqueue(self, name: str) -> None:
         (self.root / "queue" / f"{time.time_ns():020d}-{name}").touch()
@@ -83,49 +81,85 @@ class LocalLayout:
     def scheduler_lock(self) -> contextlib.AbstractContextManager[None]:
         return file_lock(self.root / "scheduler.lock")
 
-    def admit(self) -> list[str]:
-        """Start supervisors for waiting jobs while slots are free. Returns the names started.
+    def record_exit(self, name: str, code: int | None, reason: str | None, **extra: str) -> dict[str, Any]:
+        """Write the job's exit record (atomically) and return it; ``extra``: ``stage``, ``endedAt``.
 
-        Safe to call from any process at any time: the adapter calls it on
-        submit and status, each supervisor calls it when its job ends.
+        A job being cancelled ended because the user asked: that is its reason, however it ended.
         """
-        config = self.read_config()
-        started: list[str] = []
+        cancelled = (self.state(name) / "cancel").exists()
+        ended = {"exitCode": code, "reason": "cancelled" if cancelled else reason, "cancelled": cancelled}
+        write_json(self.state(name) / "exit.json", {**ended, "endedAt": now(), **extra})
+        return ended
+
+    def admit(self, slots: int, python: str) -> list[tuple[str, subprocess.Popen[bytes]]]:
+        """Start the workloads of waiting jobs while fewer than ``slots`` run. Returns what it started.
+
+        Only hosts call it (on submit, on status, when a workload they started ended):
+        each workload is a child of the host process that admitted it, which reaps it
+        and records its end if the workload could not. A workload that is gone without
+        a record had no host left to reap it: its end is recorded here, as not recorded.
+        A job moves from ``queue/`` to ``active/`` in one rename, so one that a killed
+        host was starting is never lost nor started twice.
+        """
+        started: list[tuple[str, subprocess.Popen[bytes]]] = []
         with self.scheduler_lock():
-            active_dir = self.root / "active"
-            running = 0
-            for entry in active_dir.iterdir():
-                try:
-                    pid = int(entry.read_text())
-                except (ValueError, FileNotFoundError):
-                    pid = 0
-                if pid and pid_alive(pid):
-                    running += 1
-                else:
-                    with contextlib.suppress(FileNotFoundError):
-                        entry.unlink()
-            free = int(config["slots"]) - running
+            free = slots
+            for entry in (self.root / "active").iterdir():
+                pid = entry.read_text()
+                if pid.isdigit() and pid_alive(int(pid)):
+                    free -= 1
+                    continue
+                if not (self.state(entry.name) / "exit.json").exists():  # no host was left to reap it
+                    self.record_exit(entry.name, None, UNRECORDED if pid else NOT_STARTED)
+                entry.unlink()
             for entry in sorted((self.root / "queue").iterdir()):
                 if free <= 0:
                     break
                 name = entry.name.split("-", 1)[1]
-                entry.unlink()
-                if (self.state(name) / "exit.json").exists():
-                    continue  # cancelled while waiting
-                process = subprocess.Popen(
-                    [config["python"], "-m", "hastegeo.compute.local.supervisor", str(self.root), name],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,
-                    close_fds=True,
-                )
-                (active_dir / name).write_text(str(process.pid))
+                slot = entry.rename(self.root / "active" / name)
+                if (self.state(name) / "cancel").exists():  # cancelled while its inputs were being staged
+                    self.record_exit(name, None, "cancelled")
+                    slot.unlink()
+                    continue
+                try:
+                    process = self._launch(name, python)
+                except OSError as exc:
+                    self.record_exit(name, None, f"could not start the workload: {exc.strerror or exc}")
+                    slot.unlink()
+                    continue
+                slot.write_text(str(process.pid))
+                write_json(self.state(name) / "running.json", {"pid": process.pid, "startedAt": now()})
                 with (self.state(name) / "launches.log").open("a", encoding="utf-8") as launches:
-                    launches.write(f"{time.time():.3f} supervisor {process.pid}\n")
-                started.append(name)
+                    launches.write(f"{time.time():.3f} workload {process.pid}\n")
+                started.append((name, process))
                 free -= 1
         return started
+
+    def _launch(self, name: str, python: str) -> subprocess.Popen[bytes]:
+        """Start :mod:`.run` for the job in its working directory and a session of its own."""
+        spec = read_json(self.job_dir(name) / "spec.json") or {}
+        work = self.work(name)
+        env = {**os.environ, **(spec.get("env") or {}), "HASTE_JOB_WORKDIR": str(work)}
+        env["AZ_BATCH_TASK_WORKING_DIR"] = str(work)
+        (work / "logs").mkdir(parents=True, exist_ok=True)
+        with (work / "logs" / "stdout.txt").open("ab") as out, (work / "logs" / "stderr.txt").open("ab") as err:
+            return subprocess.Popen(
+                [python, "-m", "hastegeo.compute.local.run", str(self.root), name],
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+
+
+def time_limit_reason(spec: dict[str, Any]) -> str:
+    return f"exceeded its time limit of {time_limit_s(spec):g}s and was stopped"
+
+
+def time_limit_s(spec: dict[str, Any]) -> float:
+    return float(spec.get("timeLimitS") or DEFAULT_TIME_LIMIT_S)
 
 
 @contextlib.contextmanager
@@ -140,18 +174,18 @@ def file_lock(path: Path) -> Iterator[None]:
 
 
 def pid_alive(pid: int) -> bool:
+    """True while the process exists, a zombie included: its parent reaps it after recording its end."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    # A zombie child of this process counts as gone.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().split(") ", 1)[1][:1] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
+    return True
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
