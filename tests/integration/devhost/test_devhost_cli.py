@@ -31,18 +31,31 @@ def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
     return process.stdout.readline().strip()
 
 
-def test_entry_point_serves_until_sigterm(azurite: Azurite, tmp_path: Path) -> None:
+def _start_host(azurite: Azurite, tmp_path: Path, queues: dict[str, str], *extra: str) -> subprocess.Popen[str]:
+    """The development host on the sample app, printing its base URL first."""
     host_json = tmp_path / "host.json"
-    host_json.write_text(json.dumps({"version": "2.0", "extensions": {"queues": {"messageEncoding": "none"}}}))
+    host_json.write_text(json.dumps({"version": "2.0", "extensions": {"queues": queues}}))
     env = {**os.environ, "AzureWebJobsStorage": azurite.connection_string, "PYTHONUNBUFFERED": "1"}
     args = ["--app", "devhost_sample_app:app", "--app-dir", str(HERE), "--port", "0", "--host-json", str(host_json)]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hastegeo_dev.devhost", *args, "--cors-origin", "http://localhost:3000"],
+    return subprocess.Popen(
+        [sys.executable, "-m", "hastegeo_dev.devhost", *args, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         env=env,
     )
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    assert process.stdout is not None
+    process.stdout.close()
+
+
+def test_entry_point_serves_until_sigterm(azurite: Azurite, tmp_path: Path) -> None:
+    process = _start_host(azurite, tmp_path, {"messageEncoding": "none"}, "--cors-origin", "http://localhost:3000")
     try:
         base_url = _first_line(process, timeout=20)
         assert base_url.startswith("http://127.0.0.1:")
@@ -52,11 +65,7 @@ def test_entry_point_serves_until_sigterm(azurite: Azurite, tmp_path: Path) -> N
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        assert process.stdout is not None
-        process.stdout.close()
+        _stop(process)
 
 
 def test_entry_point_reports_a_bad_app(tmp_path: Path) -> None:
@@ -74,18 +83,8 @@ def test_entry_point_reports_a_bad_app(tmp_path: Path) -> None:
 def test_worker_processes_run_the_queues_apart_from_http(azurite: Azurite, tmp_path: Path) -> None:
     """With several worker processes, this process serves HTTP and the workers (niced) run the queue
     triggers; a message an HTTP function sends is consumed by one of them."""
-    host_json = tmp_path / "host.json"
     queues = {"messageEncoding": "none", "maxPollingInterval": "00:00:02"}
-    host_json.write_text(json.dumps({"version": "2.0", "extensions": {"queues": queues}}))
-    env = {**os.environ, "AzureWebJobsStorage": azurite.connection_string, "PYTHONUNBUFFERED": "1"}
-    args = ["--app", "devhost_sample_app:app", "--app-dir", str(HERE), "--port", "0", "--host-json", str(host_json)]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "hastegeo_dev.devhost", *args, "--worker-processes", "2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
+    process = _start_host(azurite, tmp_path, queues, "--worker-processes", "2")
     evidence = tmp_path / "consumed.json"
     try:
         base_url = _first_line(process, timeout=30)
@@ -104,8 +103,4 @@ def test_worker_processes_run_the_queues_apart_from_http(azurite: Azurite, tmp_p
         assert process.wait(timeout=20) == 0
         assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        assert process.stdout is not None
-        process.stdout.close()
+        _stop(process)
