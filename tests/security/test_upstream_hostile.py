@@ -55,7 +55,9 @@ def _rejections(container: ContainerClient) -> dict[str, dict[str, Any]]:
 
 
 def _job_blobs(container: ContainerClient) -> list[str]:
-    return [blob.name for blob in container.list_blobs() if not blob.name.startswith("rejected/")]
+    """Every job document and index entry; not the rejections, nor the store's own ``keys/`` (its token key
+    and the index marker a reconciler pass may write at any time)."""
+    return [blob.name for blob in container.list_blobs() if not blob.name.startswith(("rejected/", "keys/"))]
 
 
 def _submit_depth(runtime: Runtime) -> int:
