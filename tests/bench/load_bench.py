@@ -7,8 +7,8 @@ second: start, peak, end), the polling cost per job (poll-chain messages
 processed per job, from each job's ``attempts.poll``), the acceptance rate
 (jobs accepted per second, from the first submit until the last was accepted,
 while earlier jobs run) and the storage calls per job, by operation: every
-storage client of the host, its workers and the local backend's supervisors
-counts its requests at the azure-core transport (:mod:`tests.bench.storage_calls`).
+storage client of the host and its workers (the local backend's staging and uploads
+among them) counts its requests at the azure-core transport (:mod:`tests.bench.storage_calls`).
 The bench waits by reading the job store itself, so its own reads are not counted.
 """
 

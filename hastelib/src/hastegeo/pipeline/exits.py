@@ -1,10 +1,10 @@
-"""A workload's exit, handled by the process that saw it (the local backend's exit watcher).
+"""A workload's exit, handled by the process that saw it (the local backend's thread that reaps it).
 
 A nudge message on the poll queue waits for the next poll of that queue: up to the
 host's ``maxPollingInterval`` (1 s) once the listener has backed off, which was most of a
 short job's end→terminal time, and it costs three queue calls (send, receive, delete).
 The process that saw the exit has everything the poll step needs, so it runs the step
-at once, on a thread of its own (the watcher keeps watching meanwhile).
+at once, on a thread of its own.
 
 Nothing depends on it: the job's poll chain still follows the job and finds the end if
 this process dies midway, and a step that fails here (storage unavailable, say) sends
