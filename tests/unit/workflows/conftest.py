@@ -126,3 +126,20 @@ def training_job(scene: SampleScene, mosaic_job: Job, tmp_path_factory: pytest.T
         job = run_job(mp, None, "training", root, inputs, {"classes": list(scene.classes), "seed": 11})
     assert job.code == 0
     return job
+
+
+@pytest.fixture(scope="session")
+def inference_job(
+    scene: SampleScene, mosaic_job: Job, training_job: Job, tmp_path_factory: pytest.TempPathFactory
+) -> Job:
+    """The inference workload run once over the scene with the trained model and its footprints."""
+    root = tmp_path_factory.mktemp("inference")
+    with pytest.MonkeyPatch.context() as mp:
+        inputs: dict[str, Path | bytes | str] = {
+            "imagery.tif": mosaic_job.outputs / "imagery.tif",
+            "model.json": training_job.outputs / "model.json",
+            "buildings.geojson": scene.buildings,
+        }
+        job = run_job(mp, None, "inference", root, inputs)
+    assert job.code == 0, job.stderr
+    return job

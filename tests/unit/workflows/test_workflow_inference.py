@@ -105,16 +105,8 @@ def test_building_fractions_match_a_hand_computed_case(run_workload: RunJob, tmp
     assert job.json("class_summary.json")["pixelsPerClass"] == {"a": 31, "b": 32}
 
 
-def test_inference_on_the_scene_writes_a_class_cog(
-    scene: SampleScene, mosaic_job: Job, training_job: Job, run_workload: RunJob
-) -> None:
-    inputs: dict[str, Path | bytes | str] = {
-        "imagery.tif": mosaic_job.outputs / "imagery.tif",
-        "model.json": training_job.outputs / "model.json",
-        "buildings.geojson": scene.buildings,
-    }
-    job = run_workload("inference", inputs)
-    assert job.code == 0, job.stderr
+def test_inference_on_the_scene_writes_a_class_cog(scene: SampleScene, inference_job: Job) -> None:
+    job = inference_job
     assert inspect_cog(job.outputs / "classes.tif").valid
     buildings = job.json("building_classes.geojson")["features"]
     assert len(buildings) == len(json.loads(scene.buildings.read_text())["features"]) > 5

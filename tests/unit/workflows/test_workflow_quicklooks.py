@@ -73,16 +73,8 @@ def test_imagery_preview_png_is_the_preview_with_nodata_transparent(mosaic_job: 
     assert (png[..., 3] == 255).any()
 
 
-def test_inference_class_png_uses_the_colour_table(
-    scene: SampleScene, mosaic_job: Job, training_job: Job, run_workload: RunJob
-) -> None:
-    inputs: dict[str, Path | bytes | str] = {
-        "imagery.tif": mosaic_job.outputs / "imagery.tif",
-        "model.json": training_job.outputs / "model.json",
-        "buildings.geojson": scene.buildings,
-    }
-    job = run_workload("inference", inputs)
-    assert job.code == 0, job.stderr
+def test_inference_class_png_uses_the_colour_table(inference_job: Job) -> None:
+    job = inference_job
     png = decode_png((job.outputs / "classes.png").read_bytes())
     with rasterio.open(job.outputs / "classes.tif") as classes:
         width, height = quicklook_shape(classes.width, classes.height)
