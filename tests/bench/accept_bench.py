@@ -42,20 +42,13 @@ BENCH = Path(thread_profile.__file__).parent
 GROUPS = ("host (HTTP + functions)", "host queue workers", "jobs (local backend)", "azurite", "bench client")
 
 
-def _cpu(process: psutil.Process) -> float:
+def _cpu(process: psutil.Process, *, reaped: bool = False) -> float:
+    """User + system CPU seconds of ``process`` (``reaped``: of the children it has reaped); 0 once it is gone."""
     try:
         times = process.cpu_times()
     except psutil.Error:
         return 0.0
-    return float(times.user + times.system)
-
-
-def _reaped_cpu(process: psutil.Process) -> float:
-    try:
-        times = process.cpu_times()
-    except psutil.Error:
-        return 0.0
-    return float(times.children_user + times.children_system)
+    return float(times.children_user + times.children_system if reaped else times.user + times.system)
 
 
 def cpu_by_group(stack: LocalStack, seen: dict[int, tuple[str, float]]) -> None:
@@ -85,7 +78,7 @@ def cpu_by_group(stack: LocalStack, seen: dict[int, tuple[str, float]]) -> None:
                 group = GROUPS[1] if "hastegeo_dev.devhost" in command else GROUPS[2]
             seen[process.pid] = (group, _cpu(process))
             if group in GROUPS[:2]:  # job processes that ended and were reaped count in their parent
-                seen[-process.pid] = (GROUPS[2], _reaped_cpu(process))
+                seen[-process.pid] = (GROUPS[2], _cpu(process, reaped=True))
     seen[os.getpid()] = (GROUPS[4], _cpu(psutil.Process()))
 
 

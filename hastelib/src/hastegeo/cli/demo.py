@@ -88,11 +88,7 @@ def run_demo(backend: str = "local", keep: bool = False, serve: bool = False) ->
 def _serve(stack: LocalStack) -> None:
     """Keep the stack up so the console can be browsed, until Ctrl-C or the host stops."""
     print(f"\nServing the web console at {stack.console_url} (project {PROJECT}); Ctrl-C stops", flush=True)
-    try:
-        while stack.host is not None and stack.host.process is not None and stack.host.process.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        print("stopping")
+    stack.serve()
 
 
 def _chain(client: ApiClient, blobs: list[str], backend: str, started: float) -> int:

@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,11 +140,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"Azurite blob {stack.azurite.blob_url} queue {stack.azurite.queue_url}")
         print(f"Functions host at {stack.base_url}/api  (log: {workdir / 'host.log'}); Ctrl-C stops")
         print(f"Web console at {stack.console_url}", flush=True)
-        try:
-            while stack.host is not None and stack.host.process is not None and stack.host.process.poll() is None:
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            print("stopping")
+        stack.serve()
     return 0
 
 

@@ -207,6 +207,14 @@ class LocalStack:
         self.host = HostProcess(self.root, self.env, self.port, self.workdir / "host.log", self.lease_seconds).start()
         return self.host
 
+    def serve(self) -> None:
+        """Keep the stack up until Ctrl-C or until its host stops by itself."""
+        try:
+            while self.host is not None and self.host.process is not None and self.host.process.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            print("stopping")
+
     def stop(self) -> None:
         if self.host is not None:
             self.host.stop()
