@@ -227,7 +227,7 @@ class LocalBackend(ComputeBackend):
         with self._layout.scheduler_lock():  # not while admission starts it: it would run unseen
             if self._layout.dequeue(name):
                 self._record_exit(name, "cancelled")
-                self._nudge(name)
+                self._nudge((read_json(self._layout.job_dir(name) / "spec.json") or {}).get("jobId"))
                 return
             workload = self._layout.active_pid(name)
         if workload is not None:  # its process records the cancellation (or, if it cannot, the host)
@@ -272,6 +272,7 @@ class LocalBackend(ComputeBackend):
         """
         ended = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
         state = self._layout.state(name)
+        spec = read_json(self._layout.job_dir(name) / "spec.json") or {}
         if ended is not None and not (state / "exit.json").exists():
             code = ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
             reason = None
@@ -279,18 +280,17 @@ class LocalBackend(ComputeBackend):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)
                 reason = (
-                    time_limit_reason(read_json(self._layout.job_dir(name) / "spec.json") or {})
+                    time_limit_reason(spec)
                     if code == -signal.SIGALRM  # the interval timer a command keeps across exec (see .run)
                     else f"the workload was killed by {signal.Signals(-code).name}"
                 )
             self._layout.record_exit(name, code, reason)
         process.wait()
-        self._nudge(name)
+        self._nudge(spec.get("jobId"))
         self._admit()
 
-    def _nudge(self, name: str) -> None:
+    def _nudge(self, job_id: str | None) -> None:
         """Tell the pipeline the job ended, so it looks now rather than at its next poll."""
-        job_id = (read_json(self._layout.job_dir(name) / "spec.json") or {}).get("jobId")
         try:
             self._context.notify_exit(str(job_id))
         except Exception:  # polling still finds the end; a nudge is an optimisation
