@@ -44,25 +44,3 @@ def test_the_console_stream_gets_spans_only(tmp_path: Path) -> None:
     ).stdout
     assert out.count('"signal": "span"') == 2
     assert '"signal": "export"' not in out
-
-
-def test_with_tracing_off_a_step_never_looks_up_its_jobs_trace() -> None:
-    """Off, no message carries a traceparent: the lookup would be one storage read per step for nothing."""
-    code = (
-        "from hastegeo.telemetry.tracer import step_span, tracing_on\n"
-        "looked = []\n"
-        "def job_trace(job_id):\n"
-        "    looked.append(job_id)\n"
-        "    return None\n"
-        "with step_span('poll', traceparent=None, job_id='j1', job_trace=job_trace):\n"
-        "    pass\n"
-        "print(tracing_on(), looked)\n"
-        "from opentelemetry import trace\n"
-        "from opentelemetry.sdk.trace import TracerProvider\n"
-        "trace.set_tracer_provider(TracerProvider())\n"
-        "with step_span('poll', traceparent=None, job_id='j1', job_trace=job_trace):\n"
-        "    pass\n"
-        "print(tracing_on(), looked)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    assert result.stdout.splitlines() == ["False []", "True ['j1']"]

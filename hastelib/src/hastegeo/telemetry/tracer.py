@@ -12,7 +12,7 @@ sends it :func:`within` the job's trace, so every step lands there.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -54,11 +54,6 @@ def skip_http_span(request: Any) -> None:
 
 # Options for the pipeline's blob and queue clients (``hastegeo.runtime.storage_clients``).
 STORAGE_CLIENT_OPTIONS: dict[str, Any] = {"raw_request_hook": skip_http_span}
-
-
-def tracing_on() -> bool:
-    """Whether an SDK records spans in this process (until one is installed, the API's proxy records none)."""
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
 
 
 def current_traceparent() -> str | None:
@@ -117,22 +112,13 @@ def step_span(
     *,
     traceparent: str | None,
     job_id: str | None = None,
-    job_trace: Callable[[str], str | None] | None = None,
     kind: SpanKind = SpanKind.CONSUMER,
     attributes: Mapping[str, Any] | None = None,
 ) -> Iterator[Span]:
-    """A span for one step, the child of ``traceparent`` (the message's).
-
-    A message without one (a nudge, a message the reconciler re-sent, one
-    from the previous version) is parented to the job's own trace instead:
-    ``job_trace(job_id)`` looks it up, untraced, only in that case and only
-    when tracing is on (with telemetry off, no message carries a
-    ``traceparent``, and the lookup would be a storage read per step for
-    nothing). An exception leaving the block is recorded on the span and re-raised.
+    """A span for one step, the child of ``traceparent`` (the message's, or the job's own trace
+    that :meth:`hastegeo.pipeline.deps.PipelineDeps.step` found in the read the step needs).
+    An exception leaving the block is recorded on the span and re-raised.
     """
-    if not traceparent and job_id and job_trace is not None and tracing_on():
-        with untraced():
-            traceparent = job_trace(job_id)
     base = {JOB_ID: job_id} if job_id else {}
     with TRACER.start_as_current_span(
         name, context=_context_of(traceparent), kind=kind, attributes={**base, **(attributes or {})}
