@@ -4,7 +4,8 @@ The storage SDK's default retry policy waits up to ~90 s before an error
 surfaces (measured against a stopped Azurite), which would freeze pollers
 and make ``stop()`` slow. Here the host is the single retry owner: clients
 are built with ``retry_total=0`` and short timeouts, pollers retry with their
-own capped back-off, and a message whose settlement fails simply comes back
+own capped back-off, output sends retry a failed connection briefly
+(:mod:`.outputs`), and a message whose settlement fails simply comes back
 when its lease expires (queue redelivery is the retry of last resort).
 
 Connection names resolve like the Functions host does: the app setting named
