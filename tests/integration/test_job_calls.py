@@ -13,12 +13,17 @@ from tests.bench.job_calls import one_job
 pytestmark = pytest.mark.azurite
 
 
-def test_one_local_job_makes_22_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
+def test_one_local_job_makes_19_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
     storage_calls.install()
     calls = one_job(azurite.connection_string, tmp_path, inline_exits=True)
     assert calls.state == "succeeded"
     steps = {step: sum(counts.values()) for step, counts in calls.steps.items()}
-    assert steps == {"accept": 5, "submit": 7, "end": 10, "late poll": 0}, calls.steps
+    assert steps == {"accept": 4, "submit": 6, "end": 9, "late poll": 0}, calls.steps
+    # A new idempotency key is stored without a read first (a conditional create).
+    assert calls.steps["accept"]["GET blob"] == 0
+    # One document write per step: submit stores the handle only; the end stores the move to
+    # post-processing with the success (ADR 0016).
+    assert calls.steps["submit"]["PUT blob"] == 1
     # The exit is handled where it is seen (no nudge message), and the chain's pending
     # message is deleted instead of arriving after the end: one queue call.
     assert {name: n for name, n in calls.steps["end"].items() if "queue" in name} == {"DELETE queue message": 1}

@@ -120,6 +120,8 @@ class ComputeBackend(abc.ABC):
     running. Optional capabilities are the methods with bodies: their defaults are safe."""
 
     name: ClassVar[str]
+    # ``status`` still reports an ended job the same way after ``cleanup`` (post-processing may re-run from it).
+    status_outlives_cleanup: ClassVar[bool] = False
 
     @abc.abstractmethod
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle: ...

@@ -77,6 +77,10 @@ class ExecutionService:
             adapter.collect_outputs(handle)
         return status
 
+    def status_outlives_cleanup(self, backend: str) -> bool:
+        """True when ``backend`` reports an ended job the same way after its cleanup (see the contract)."""
+        return self._adapter(backend).status_outlives_cleanup
+
     def cancel(self, handle: ComputeJobHandle) -> None:
         self._adapter(handle.backend).cancel(handle)
 

@@ -69,6 +69,7 @@ STAGING_FAILED = "staging"  # exit.json "stage" of a job whose inputs could not 
 
 class LocalBackend(ComputeBackend):
     name: ClassVar[str] = "local"
+    status_outlives_cleanup: ClassVar[bool] = True  # cleanup removes the working files, never state/exit.json
 
     def __init__(
         self,
