@@ -24,6 +24,7 @@ stage again), or by ``status`` when the workload is gone without one (ADR 0015).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import shutil
@@ -187,6 +188,7 @@ class LocalBackend(ComputeBackend):
             if (state / "uploaded").exists():
                 return  # another delivery uploaded it while this one waited
             files = [p for folder in ("outputs", "logs") for p in sorted((work / folder).rglob("*")) if p.is_file()]
+            uploaded: dict[str, dict[str, object]] = {}
             try:
                 for path in files:
                     relative = path.relative_to(work).as_posix()
@@ -194,11 +196,22 @@ class LocalBackend(ComputeBackend):
                         continue  # an empty stdout/stderr tells nobody anything
                     with path.open("rb") as data:
                         container.upload_blob(handle.output.child(relative), data, overwrite=True)
+                    uploaded[relative] = _digest(path)
             except AzureError as exc:
                 raise TransientBackendError(
                     f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
                 ) from exc
-            (state / "uploaded").touch()
+            write_json(state / "uploaded", {"files": uploaded})
+
+    def uploaded_copy(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+        """The working file ``path`` while it still holds exactly the bytes uploaded (size and sha256 as
+        recorded at upload), so post-processing need not read back what this machine just wrote."""
+        done = read_json(self._layout.state(self._name(handle)) / "uploaded") or {}
+        record = (done.get("files") or {}).get(path)
+        data = self.read_output_tail(handle, path, 0, limit=-1) if isinstance(record, dict) else None
+        if data is None or record != {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}:
+            return None
+        return data
 
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
         """The file from the job's working directory (this machine); no data when it is not there."""
@@ -379,3 +392,12 @@ def create(context: BackendContext) -> LocalBackend:
     slots = settings.slots or os.cpu_count() or 1
     python = settings.python or sys.executable
     return LocalBackend(context, root, slots, python)
+
+
+def _digest(path: Path) -> dict[str, object]:
+    """Size and sha256 of a file, read in chunks (outputs can be large)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as data:
+        for chunk in iter(lambda: data.read(1 << 20), b""):
+            digest.update(chunk)
+    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
