@@ -20,6 +20,7 @@ from hastegeo.pipeline.accept import parse_request
 from hastegeo.processors.base import OutputAccess, PostprocessResult, Processor
 from hastegeo.runtime import Runtime
 from hastegeo.store.queues import JobMessage
+from hastegeo.utils.errors import TransientBackendError
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ChainingScriptProcessor, ScriptProcessor
 
@@ -121,3 +122,31 @@ def test_a_job_cancelled_while_it_is_submitted_has_its_provider_job_stopped(make
     while (status := runtime.deps.service.status(handles[0])).state is not ComputeState.CANCELLED:
         assert time.monotonic() < deadline, f"the provider job was left {status.state.value}"
         time.sleep(0.1)
+
+
+def test_a_failed_submit_attempt_is_counted_by_its_own_write(make_runtime: RuntimeFactory) -> None:
+    runtime = make_runtime()
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    original = runtime.deps.service.submit
+    calls: list[str] = []
+
+    def flaky_submit(backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+        calls.append(spec.job_id)
+        if len(calls) == 1:
+            raise TransientBackendError("ServerBusy: try again", backend=backend)
+        return original(backend, spec)
+
+    runtime.deps.service.submit = flaky_submit  # type: ignore[method-assign]
+    message = JobMessage(job_id=job.id, kind="submit")
+    with pytest.raises(TransientBackendError):
+        runtime.submit.handle(message)  # the queue redelivers it
+    failed = runtime.store.get(job.id)
+    assert (failed.state, failed.attempts.submit) == (JobState.QUEUED, 1)
+    assert failed.history[-1].message == "submit attempt 1 on local failed, will retry: ServerBusy: try again"
+    runtime.submit.handle(message)
+    bound = runtime.store.get(job.id)
+    assert (bound.state, bound.attempts.submit) == (JobState.RUNNING, 2)
+    assert [e.message.split(" (")[0] for e in bound.history[-2:]] == ["submitting to local", "submitted to local"]
+    assert bound.history[-2].message == "submitting to local (attempt 2)"
+    assert drive(runtime, job.id).state is JobState.SUCCEEDED

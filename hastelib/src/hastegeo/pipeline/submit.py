@@ -78,21 +78,7 @@ class SubmitStep:
             handle = deps.service.submit(job.backend, spec)
         except TransientBackendError as exc:
             cause = describe_exception(exc)
-            deps.store.update(
-                job.id,
-                lambda j: (
-                    None
-                    if j.state.terminal or j.handle is not None
-                    else deps.event(
-                        j,
-                        message=f"submit attempt {attempt} on {j.backend} failed, will retry: {cause}",
-                        source=SOURCE,
-                        last_error=cause,
-                        attempts=j.attempts.model_copy(update={"submit": max(attempt, j.attempts.submit)}),
-                    )
-                ),
-                known=version,
-            )
+            deps.store.update(job.id, lambda j: self._failed_attempt(j, attempt, cause), known=version)
             raise
         except HasteError as exc:
             cause = describe_exception(exc)
@@ -116,6 +102,18 @@ class SubmitStep:
             self._cancel(job, handle)
         if job.state is JobState.CANCEL_REQUESTED:
             self._cancel(job, handle)
+
+    def _failed_attempt(self, job: Job, attempt: int, cause: str) -> Job | None:
+        """A transient failure, with the attempt's count (no write before the attempt recorded it)."""
+        if job.state.terminal or job.handle is not None:
+            return None  # ended, or another delivery bound it meanwhile
+        return self._deps.event(
+            job,
+            message=f"submit attempt {attempt} on {job.backend} failed, will retry: {cause}",
+            source=SOURCE,
+            last_error=cause,
+            attempts=job.attempts.model_copy(update={"submit": max(attempt, job.attempts.submit)}),
+        )
 
     def _cancel(self, job: Job, handle: ComputeJobHandle) -> None:
         try:
