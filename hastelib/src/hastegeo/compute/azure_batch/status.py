@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
+from hastegeo.compute.tail import last_lines
 from hastegeo.utils.errors import readable_message
 from hastegeo.utils.redaction import redact
 
 CANCEL_REASON = "HasteCancelled"
 # The generic failure Batch reports for a non-zero exit: the exit code already says it.
 _GENERIC_FAILURE_CODES = frozenset({"failureexitcode"})
-_TAIL_LINES = 5
-_TAIL_CHARS = 400
 
 
 def enum_text(value: Any) -> str:
@@ -98,13 +97,6 @@ def failure_reason(view: TaskView, stderr_tail: str | None) -> str:
     tail = last_lines(stderr_tail) if stderr_tail else ""
     head = "; ".join(parts) or "the task failed"
     return redact(f"{head}: {tail}" if tail else head)
-
-
-def last_lines(text: str, lines: int = _TAIL_LINES, limit: int = _TAIL_CHARS) -> str:
-    """The last non-empty lines of ``text`` joined by `` | ``, capped at ``limit`` characters."""
-    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
-    joined = " | ".join(kept)
-    return joined if len(joined) <= limit else "…" + joined[-(limit - 1) :]
 
 
 def _join(*parts: str | None) -> str:

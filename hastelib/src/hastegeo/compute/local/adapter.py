@@ -10,11 +10,11 @@ by the execution service before it reports an end) uploads ``outputs/**`` and
 produce — so post-processing reads the same blobs on every backend. Uploading
 here, not in the job's process, keeps the Azure SDK out of it (ADR 0002).
 
-Storage may stop answering for a while. Staging and uploading go through a
-client of their own whose azure-core retry policy is the one owner of
-retries (:func:`transfer_retry`, about half a minute); past that budget the
-step fails transiently and the pipeline tries it again later (the submit
-message comes back; the poll chain asks for the status again). Every job
+Storage may stop answering for a while. Staging and uploading go through the
+context's transfer client, whose azure-core retry policy is the one owner of
+retries (:func:`hastegeo.runtime.transfer_retry`, about half a minute); past
+that budget the step fails transiently and the pipeline tries it again later
+(the submit message comes back; the poll chain asks for the status again). Every job
 that ends has an exit record (``state/exit.json``): written by the
 workload's own process, by the host that reaps it when it could not (a
 SIGKILL, a command that is not Python), by a failed staging (the pipeline may
@@ -32,13 +32,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
-from azure.storage.blob import BlobClient, BlobServiceClient, ExponentialRetry
+from azure.storage.blob import BlobClient
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
@@ -51,7 +50,8 @@ from hastegeo.compute.contract import (
     InputFile,
     OutputRead,
 )
-from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, time_limit_reason, write_json
+from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
+from hastegeo.compute.tail import TAIL_BYTES, last_lines
 from hastegeo.utils.errors import (
     ConfigurationError,
     HasteError,
@@ -59,10 +59,10 @@ from hastegeo.utils.errors import (
     TransientBackendError,
     describe_exception,
 )
+from hastegeo.utils.files import read_json, write_json
 
 log = logging.getLogger(__name__)
 
-TAIL_LINES = 5
 TAIL_MAX_BYTES = 64 * 1024
 STAGING_FAILED = "staging"  # exit.json "stage" of a job whose inputs could not be staged
 
@@ -70,16 +70,9 @@ STAGING_FAILED = "staging"  # exit.json "stage" of a job whose inputs could not 
 class LocalBackend(ComputeBackend):
     name: ClassVar[str] = "local"
 
-    def __init__(
-        self,
-        context: BackendContext,
-        root: Path,
-        slots: int,
-        python: str,
-        retry: ExponentialRetry | None = None,
-    ) -> None:
+    def __init__(self, context: BackendContext, root: Path, slots: int, python: str) -> None:
         self._context = context
-        self._blobs = transfer_client(context.blob_service, retry or transfer_retry())
+        self._blobs = context.transfer_blobs or context.blob_service
         self._layout = LocalLayout(root).ensure()
         self._slots, self._python = slots, python
 
@@ -340,27 +333,11 @@ class LocalBackend(ComputeBackend):
     def _stderr_tail(self, name: str) -> str:
         path = self._layout.work(name) / "logs" / "stderr.txt"
         try:
-            with path.open("r", encoding="utf-8", errors="replace") as handle:
-                lines = [line.strip() for line in deque(handle, maxlen=TAIL_LINES) if line.strip()]
+            with path.open("rb") as log_file:
+                log_file.seek(max(0, path.stat().st_size - TAIL_BYTES))
+                return last_lines(log_file.read().decode("utf-8", errors="replace"))
         except FileNotFoundError:
             return ""
-        return " | ".join(lines)
-
-
-def transfer_retry() -> ExponentialRetry:
-    """The one retry policy of staging and uploading.
-
-    Waits of about 1, 3, 5, 9 and 17 seconds (±1) between tries, then the call
-    gives up: an outage of half a minute costs nothing, and a longer one
-    fails the step transiently instead of holding its thread for minutes
-    (the SDK's default waits 15 s before its first retry).
-    """
-    return ExponentialRetry(retry_total=5, initial_backoff=1, increment_base=2, random_jitter_range=1)
-
-
-def transfer_client(blobs: BlobServiceClient, retry: ExponentialRetry) -> BlobServiceClient:
-    """A client for the same account as ``blobs`` whose only retry policy is ``retry``."""
-    return BlobServiceClient(account_url=blobs.url, credential=blobs.credential, retry_policy=retry)
 
 
 def create(context: BackendContext) -> LocalBackend:

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from hastegeo.utils.files import read_json, write_json
 
 DEFAULT_TIME_LIMIT_S = 3600.0
 UNRECORDED = (
@@ -186,19 +186,3 @@ def pid_alive(pid: int) -> bool:
 
 def now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
-
-
-def write_json(path: Path, document: dict[str, Any]) -> None:
-    """Atomic: a reader sees the old document or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temporary.write_text(json.dumps(document), encoding="utf-8")
-    temporary.replace(path)
