@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
-from azure.storage.blob import BlobClient
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
@@ -52,6 +51,7 @@ from hastegeo.compute.contract import (
 )
 from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
 from hastegeo.compute.tail import TAIL_BYTES, last_lines
+from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.utils.errors import (
     ConfigurationError,
     HasteError,
@@ -77,15 +77,9 @@ class LocalBackend(ComputeBackend):
         self._slots, self._python = slots, python
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
-        fingerprint = spec.fingerprint()
         job_dir = self._layout.job_dir(spec.name)
         state = self._layout.state(spec.name)
-        handle = ComputeJobHandle(
-            backend=self.name,
-            provider_ids={"name": spec.name},
-            output=spec.output,
-            submitted_at=self._context.clock(),
-        )
+        handle = self._handle(spec.name, spec.output, self._context.clock())
         (job_dir / "state").mkdir(parents=True, exist_ok=True)
         # One submission at a time per job, across threads and processes: a
         # concurrent duplicate waits, then binds to what the first one made.
@@ -101,13 +95,13 @@ class LocalBackend(ComputeBackend):
             if ended is not None and ended.get("stage") != STAGING_FAILED:
                 return handle  # cancelled before its inputs were staged: it stays cancelled
             (state / "exit.json").unlink(missing_ok=True)  # an earlier staging failed: stage again
-            self._prepare(spec, fingerprint)
+            self._prepare(spec)
             (state / "ready").touch()
             self._layout.enqueue(spec.name)
         self._admit()
         return handle
 
-    def _prepare(self, spec: ComputeJobSpec, fingerprint: str) -> None:
+    def _prepare(self, spec: ComputeJobSpec) -> None:
         """Write the spec and stage the inputs (again, after a crash: staging overwrites)."""
         write_json(
             self._layout.job_dir(spec.name) / "spec.json",
@@ -116,7 +110,7 @@ class LocalBackend(ComputeBackend):
                 "argv": list(spec.argv),
                 "env": dict(spec.env),
                 "timeLimitS": spec.time_limit_s,
-                "fingerprint": fingerprint,
+                "fingerprint": spec.fingerprint(),
                 "output": spec.output.model_dump(by_alias=True),
                 "submittedAt": self._context.clock().isoformat(),
             },
@@ -178,14 +172,14 @@ class LocalBackend(ComputeBackend):
         with file_lock(state / "upload.lock"):
             if (state / "uploaded").exists():
                 return  # another delivery uploaded it while this one waited
-            files = [p for folder in ("outputs", "logs") for p in sorted((work / folder).rglob("*")) if p.is_file()]
+            files = [
+                (path, handle.output.child(path.relative_to(work).as_posix()))
+                for folder in ("outputs", "logs")
+                for path in sorted((work / folder).rglob("*"))
+                if path.is_file() and (folder == "outputs" or path.stat().st_size)  # an empty log tells nobody anything
+            ]
             try:
-                for path in files:
-                    relative = path.relative_to(work).as_posix()
-                    if relative.startswith("logs/") and path.stat().st_size == 0:
-                        continue  # an empty stdout/stderr tells nobody anything
-                    with path.open("rb") as data:
-                        container.upload_blob(handle.output.child(relative), data, overwrite=True)
+                upload(container, files)
             except AzureError as exc:
                 raise TransientBackendError(
                     f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
@@ -234,12 +228,8 @@ class LocalBackend(ComputeBackend):
             spec = read_json(job_dir / "spec.json")
             if spec is None or (job_dir / "state" / "exit.json").exists() or "output" not in spec:
                 continue
-            handle = ComputeJobHandle(
-                backend=self.name,
-                provider_ids={"name": job_dir.name},
-                output=BlobLocation.model_validate(spec["output"]),
-                submitted_at=datetime.fromisoformat(spec["submittedAt"]),
-            )
+            submitted_at = datetime.fromisoformat(spec["submittedAt"])
+            handle = self._handle(job_dir.name, BlobLocation.model_validate(spec["output"]), submitted_at)
             active.append((str(spec["jobId"]), handle))
         return active
 
@@ -289,6 +279,11 @@ class LocalBackend(ComputeBackend):
         except Exception:  # polling still finds the end; a nudge is an optimisation
             log.warning("could not nudge the pipeline for job %s", job_id, exc_info=True)
 
+    def _handle(self, name: str, output: BlobLocation, submitted_at: datetime) -> ComputeJobHandle:
+        return ComputeJobHandle(
+            backend=self.name, provider_ids={"name": name}, output=output, submitted_at=submitted_at
+        )
+
     def _name(self, handle: ComputeJobHandle) -> str:
         name = handle.provider_ids.get("name", "")
         if not name or "/" in name or name.startswith("."):
@@ -297,24 +292,14 @@ class LocalBackend(ComputeBackend):
 
     def _stage(self, item: InputFile, inputs: Path) -> None:
         container = self._blobs.get_container_client(item.source.container)
-        if item.is_prefix:
-            prefix = item.source.path.rstrip("/") + "/"
-            found = False
-            for blob in container.list_blobs(name_starts_with=prefix):
-                found = True
-                self._download(container.get_blob_client(blob.name), inputs / item.dest / blob.name[len(prefix) :])
-            if not found:
-                raise TerminalBackendError(
-                    f"an input is missing: nothing under {item.source.container}/{prefix}", backend=self.name
-                )
-        else:
-            self._download(container.get_blob_client(item.source.path), inputs / item.dest)
-
-    @staticmethod
-    def _download(blob: BlobClient, target: Path) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as handle:
-            blob.download_blob().readinto(handle)
+        if not item.is_prefix:
+            download(container.get_blob_client(item.source.path), inputs / item.dest)
+            return
+        prefix = item.source.path.rstrip("/") + "/"
+        if not download_prefix(container, prefix, inputs / item.dest, strip=prefix):
+            raise TerminalBackendError(
+                f"an input is missing: nothing under {item.source.container}/{prefix}", backend=self.name
+            )
 
     def _ended_status(self, name: str, ended: dict[str, object]) -> ComputeStatus:
         code = ended.get("exitCode")

@@ -25,10 +25,10 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hastegeo.compute.context import utc_now
 from hastegeo.utils.files import read_json, write_json
 
 DEFAULT_TIME_LIMIT_S = 3600.0
@@ -88,7 +88,7 @@ class LocalLayout:
         """
         cancelled = (self.state(name) / "cancel").exists()
         ended = {"exitCode": code, "reason": "cancelled" if cancelled else reason, "cancelled": cancelled}
-        write_json(self.state(name) / "exit.json", {**ended, "endedAt": now(), **extra})
+        write_json(self.state(name) / "exit.json", {**ended, "endedAt": utc_now().isoformat(), **extra})
         return ended
 
     def admit(self, slots: int, python: str) -> list[tuple[str, subprocess.Popen[bytes]]]:
@@ -128,7 +128,7 @@ class LocalLayout:
                     slot.unlink()
                     continue
                 slot.write_text(str(process.pid))
-                write_json(self.state(name) / "running.json", {"pid": process.pid, "startedAt": now()})
+                write_json(self.state(name) / "running.json", {"pid": process.pid, "startedAt": utc_now().isoformat()})
                 with (self.state(name) / "launches.log").open("a", encoding="utf-8") as launches:
                     launches.write(f"{time.time():.3f} workload {process.pid}\n")
                 started.append((name, process))
@@ -182,7 +182,3 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat()
