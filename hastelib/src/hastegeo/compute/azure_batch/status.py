@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
-from hastegeo.compute.tail import last_lines
+from hastegeo.compute.tail import with_stderr
 from hastegeo.utils.errors import readable_message
 from hastegeo.utils.redaction import redact
 
@@ -94,9 +94,7 @@ def failure_reason(view: TaskView, stderr_tail: str | None) -> str:
     if view.failure_code and view.failure_code.lower() not in _GENERIC_FAILURE_CODES:
         message = readable_message(view.failure_message or "")
         parts.append(f"{view.failure_code}: {message}" if message else view.failure_code)
-    tail = last_lines(stderr_tail) if stderr_tail else ""
-    head = "; ".join(parts) or "the task failed"
-    return redact(f"{head}: {tail}" if tail else head)
+    return redact(with_stderr("; ".join(parts) or "the task failed", stderr_tail))
 
 
 def _join(*parts: str | None) -> str:

@@ -50,7 +50,7 @@ from hastegeo.compute.contract import (
     OutputRead,
 )
 from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
-from hastegeo.compute.tail import TAIL_BYTES, last_lines
+from hastegeo.compute.tail import TAIL_BYTES, with_stderr
 from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.utils.errors import (
     ConfigurationError,
@@ -309,20 +309,20 @@ class LocalBackend(ComputeBackend):
             return ComputeStatus(state=ComputeState.CANCELLED, exit_code=exit_code, reason="cancelled")
         if exit_code == 0 and not reason:
             return ComputeStatus(state=ComputeState.SUCCEEDED, exit_code=0)
-        tail = self._stderr_tail(name)
-        parts = [str(reason) if reason else f"the workload exited with code {exit_code}"]
-        if tail:
-            parts.append(tail)
-        return ComputeStatus(state=ComputeState.FAILED, exit_code=exit_code, reason=": ".join(parts))
+        head = str(reason) if reason else f"the workload exited with code {exit_code}"
+        return ComputeStatus(
+            state=ComputeState.FAILED, exit_code=exit_code, reason=with_stderr(head, self._stderr(name))
+        )
 
-    def _stderr_tail(self, name: str) -> str:
+    def _stderr(self, name: str) -> str | None:
+        """The end of the job's stderr (at most :data:`TAIL_BYTES`), or None when there is none."""
         path = self._layout.work(name) / "logs" / "stderr.txt"
         try:
             with path.open("rb") as log_file:
                 log_file.seek(max(0, path.stat().st_size - TAIL_BYTES))
-                return last_lines(log_file.read().decode("utf-8", errors="replace"))
+                return log_file.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
-            return ""
+            return None
 
 
 def create(context: BackendContext) -> LocalBackend:
