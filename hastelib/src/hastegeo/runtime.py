@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient, LinearRetry
+from azure.storage.blob import BlobServiceClient, ExponentialRetry, LinearRetry
 from azure.storage.queue import QueueServiceClient
 
 from hastegeo.compute.context import BackendContext, utc_now
@@ -128,6 +128,22 @@ def storage_clients(
     )
 
 
+def transfer_retry() -> ExponentialRetry:
+    """The one retry policy of staging inputs and uploading outputs (the local backend's transfers).
+
+    Waits of about 1, 3, 5, 9 and 17 seconds (±1) between tries, then the call
+    gives up: an outage of half a minute costs nothing, and a longer one
+    fails the step transiently instead of holding its thread for minutes
+    (the SDK's default waits 15 s before its first retry).
+    """
+    return ExponentialRetry(retry_total=5, initial_backoff=1, increment_base=2, random_jitter_range=1)
+
+
+def transfer_client(blobs: BlobServiceClient, retry: ExponentialRetry | None = None) -> BlobServiceClient:
+    """A client for the same account as ``blobs`` whose only retry policy is ``retry`` (:func:`transfer_retry`)."""
+    return BlobServiceClient(account_url=blobs.url, credential=blobs.credential, retry_policy=retry or transfer_retry())
+
+
 def build_runtime(
     settings: Settings,
     *,
@@ -159,7 +175,14 @@ def build_runtime(
     steps: list[PollStep] = []  # the poll step, once built (the backends it drives are built first)
     exits = ExitHandler(poll=lambda message: steps[0].handle(message), fallback=nudge)
     notify_exit = exits if inline_exits else (lambda job_id: nudge(JobMessage(job_id=job_id, kind="nudge")))
-    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=notify_exit, clock=clock, sleep=sleep)
+    context = BackendContext(
+        settings=settings,
+        blob_service=blobs,
+        transfer_blobs=transfer_client(blobs),
+        notify_exit=notify_exit,
+        clock=clock,
+        sleep=sleep,
+    )
     known = {
         name: replace(descriptor, factory=(factories or {}).get(name, descriptor.factory))
         for name, descriptor in descriptors().items()

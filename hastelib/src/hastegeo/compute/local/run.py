@@ -32,7 +32,8 @@ import types
 from pathlib import Path
 from typing import Any
 
-from hastegeo.compute.local.layout import LocalLayout, read_json, time_limit_reason, time_limit_s
+from hastegeo.compute.local.layout import LocalLayout, time_limit_reason, time_limit_s
+from hastegeo.utils.files import read_json
 
 PYTHON_ALIASES = ("python", "python3")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
