@@ -107,12 +107,7 @@ def storage_clients(
 ) -> tuple[BlobServiceClient, QueueServiceClient]:
     """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
-    # A storage call is one span when traced, without its HTTP request's (docs/adr/0012).
-    options = {
-        **tracer.STORAGE_CLIENT_OPTIONS,
-        **transport_options(os.environ),
-        **(budget.client_options() if budget is not None else {}),
-    }
+    options = {**client_options(), **(budget.client_options() if budget is not None else {})}
     if storage.connection_string:
         return (
             BlobServiceClient.from_connection_string(storage.connection_string, **options),
@@ -128,6 +123,12 @@ def storage_clients(
     )
 
 
+def client_options() -> dict[str, Any]:
+    """What every storage client of the app is built with: a call is one span when traced, without
+    its HTTP request's (docs/adr/0012), and the transport reads the environment once."""
+    return {**tracer.STORAGE_CLIENT_OPTIONS, **transport_options(os.environ)}
+
+
 def transfer_retry() -> ExponentialRetry:
     """The one retry policy of staging inputs and uploading outputs (the local backend's transfers).
 
@@ -141,7 +142,9 @@ def transfer_retry() -> ExponentialRetry:
 
 def transfer_client(blobs: BlobServiceClient, retry: ExponentialRetry | None = None) -> BlobServiceClient:
     """A client for the same account as ``blobs`` whose only retry policy is ``retry`` (:func:`transfer_retry`)."""
-    return BlobServiceClient(account_url=blobs.url, credential=blobs.credential, retry_policy=retry or transfer_retry())
+    return BlobServiceClient(
+        account_url=blobs.url, credential=blobs.credential, retry_policy=retry or transfer_retry(), **client_options()
+    )
 
 
 def build_runtime(
