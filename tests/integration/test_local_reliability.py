@@ -22,7 +22,7 @@ from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeState, InputFile
 from hastegeo.compute.fingerprint import legacy_fingerprint
 from hastegeo.compute.local.adapter import LocalBackend
-from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive
+from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive
 from hastegeo.config import load_settings
 from hastegeo.runtime import transfer_client
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
@@ -234,7 +234,7 @@ def test_a_job_is_one_process_the_host_started_and_its_slot_goes_to_the_next(
     third = backend.submit(spec("three", SLEEPER))
     try:
         assert session(pid) == [(pid, os.getpid())]  # the workload alone, a child of this host: no supervisor
-        assert "hastegeo.compute.local.run" in Path(f"/proc/{pid}/cmdline").read_text()
+        assert "hastegeo.compute.local_node.run" in Path(f"/proc/{pid}/cmdline").read_text()
         assert backend.status(third).state is ComputeState.QUEUED  # no free slot
         backend.cancel(first)
         assert ended(backend, first)[0] is ComputeState.CANCELLED

@@ -4,7 +4,7 @@ Each writer goes to a temporary sibling whose name is unique to its process and
 thread and ends in ``.tmp`` (manifests skip such names), then renames it over the
 target, which is atomic on one file system; a failed write leaves no temporary
 behind. Standard library only: every local job's process imports it
-(:mod:`hastegeo.compute.local.layout`) and must start fast.
+(:mod:`hastegeo.compute.local_node.layout`) and must start fast.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Submit stages the inputs from blob into the job's working directory and
 queues it; when a slot is free, admission starts the workload as one process
-in a session of its own (a Python command through :mod:`.run`, which records
-its own end), and the host that started it reaps it. ``status`` only reports; once the workload has
+in a session of its own (a Python command through the local node's
+:mod:`~hastegeo.compute.local_node.run`, which records its own end), and the
+host that started it reaps it. ``status`` only reports; once the workload has
 ended, :meth:`LocalBackend.collect_outputs` (the contract's explicit step, taken
 by the execution service before it reports an end) uploads ``outputs/**`` and
 ``logs/**`` to the job's blob prefix — the layout Azure Batch output files
@@ -49,7 +50,7 @@ from hastegeo.compute.contract import (
     InputFile,
     OutputRead,
 )
-from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
+from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
 from hastegeo.compute.tail import TAIL_BYTES, with_stderr
 from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.utils.errors import (
@@ -264,7 +265,7 @@ class LocalBackend(ComputeBackend):
                     os.killpg(process.pid, signal.SIGKILL)
                 reason = (
                     time_limit_reason(spec)
-                    if code == -signal.SIGALRM  # the interval timer a command keeps across exec (see .run)
+                    if code == -signal.SIGALRM  # the interval timer a command keeps across exec (see local_node.run)
                     else f"the workload was killed by {signal.Signals(-code).name}"
                 )
             self._layout.record_exit(name, code, reason)

@@ -144,7 +144,7 @@ class LocalLayout:
         (work / "logs").mkdir(parents=True, exist_ok=True)
         with (work / "logs" / "stdout.txt").open("ab") as out, (work / "logs" / "stderr.txt").open("ab") as err:
             return subprocess.Popen(
-                [python, "-m", "hastegeo.compute.local.run", str(self.root), name],
+                [python, "-m", "hastegeo.compute.local_node.run", str(self.root), name],
                 cwd=work,
                 env=env,
                 stdin=subprocess.DEVNULL,
