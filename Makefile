@@ -47,9 +47,10 @@ browser: ## Make sure /usr/bin/chromium is there for the browser tests (tests/br
 	fi
 	@test -x /usr/bin/chromium || { echo "chromium could not be installed: /usr/bin/chromium is missing"; exit 1; }
 
-lint: $(STAMP) ## ruff
+lint: $(STAMP) $(NODE_STAMP) ## ruff, and ESLint for the web console's JavaScript
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	node_modules/.bin/eslint --max-warnings 0 api/console_static
 
 typecheck: $(STAMP) ## mypy (strict)
 	$(VENV)/bin/mypy

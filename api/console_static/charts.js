@@ -6,7 +6,7 @@ import { h, s } from "./dom.js";
 const STATE_ORDER = ["queued", "submitting", "running", "postprocessing", "cancel_requested", "succeeded", "failed", "cancelled"];
 
 /** The job's history as state bands on a time axis, one row of marks per source. */
-export function timeline(history, now = Date.now()) {
+export function timeline(history) {
   const events = history.filter((event) => !Number.isNaN(Date.parse(event.at)));
   if (!events.length) return h("p", { class: "muted", text: "No history yet." });
   const start = Date.parse(events[0].at);

@@ -208,7 +208,8 @@ def test_provider_outage_longer_than_the_retry_budget(own_azurite: Azurite, tmp_
         runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=runtime.store.get(job.id).poll_seq))
         final = runtime.store.get(job.id)
         assert final.state is JobState.FAILED
-        assert final.reason == "did not finish before its deadline (600s)"
+        # The reason names the deadline and what kept the job from finishing.
+        assert final.reason == f"did not finish before its deadline (600s); the last attempt failed: {notes[0]}"
         check_jobs(outcome, [final.api_view()], None)
         assert_clean(outcome)
     finally:

@@ -52,3 +52,38 @@ def test_no_provider_sdk_outside_its_adapter_folder(path: str) -> None:
 def test_no_adapter_file_silences_the_fence_line_by_line() -> None:
     noqa = [p for p in (REPO / COMPUTE).rglob("*.py") if "noqa: TID251" in p.read_text(encoding="utf-8")]
     assert noqa == []
+
+
+def test_the_local_node_is_fenced_to_the_standard_library() -> None:
+    node = f"{COMPUTE}/local_node/probe.py"
+    assert banned(node, "from azure.core.exceptions import AzureError\n")
+    assert banned(node, "import pydantic\n")
+    assert banned(node, "from hastegeo.pipeline.poll import PollStep\n")
+    assert banned(node, "from hastegeo.compute.local.adapter import LocalBackend\n")
+    assert not banned(node, "from hastegeo.utils.files import read_json\n")
+    assert not banned(f"{COMPUTE}/local/probe.py", "from azure.core.exceptions import AzureError\n")
+
+
+def _modules_loaded_by(code: str) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{code}\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    return set(result.stdout.split())
+
+
+def test_a_local_job_process_loads_the_standard_library_and_the_node_only() -> None:
+    """What ``python -m hastegeo.compute.local_node.run`` imports before it runs the job's command."""
+    loaded = _modules_loaded_by("import hastegeo.compute.local_node.run") - _modules_loaded_by("")
+    own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.utils", "hastegeo.utils.files"}
+    foreign = sorted(
+        name
+        for name in loaded
+        if name.split(".")[0] not in sys.stdlib_module_names
+        and name not in own
+        and not name.startswith("hastegeo.compute.local_node")
+    )
+    assert foreign == []

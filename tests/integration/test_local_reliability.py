@@ -22,9 +22,11 @@ from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeState, InputFile
 from hastegeo.compute.fingerprint import legacy_fingerprint
 from hastegeo.compute.local.adapter import LocalBackend
-from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, write_json
+from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive
 from hastegeo.config import load_settings
+from hastegeo.runtime import transfer_client
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
+from hastegeo.utils.files import read_json, write_json
 from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite
@@ -52,7 +54,8 @@ def make_backend(
 ) -> LocalBackend:
     settings = load_settings({"AzureWebJobsStorage": connection_string, "HASTE_LOCAL_ROOT": str(root)})
     blobs = BlobServiceClient.from_connection_string(connection_string)
-    return LocalBackend(BackendContext(settings=settings, blob_service=blobs), root, slots, sys.executable, retry=retry)
+    context = BackendContext(settings=settings, blob_service=blobs, transfer_blobs=transfer_client(blobs, retry))
+    return LocalBackend(context, root, slots, sys.executable)
 
 
 def spec(name: str, entrypoint: tuple[str, ...], inputs: tuple[InputFile, ...] = ()) -> ComputeJobSpec:
@@ -231,7 +234,7 @@ def test_a_job_is_one_process_the_host_started_and_its_slot_goes_to_the_next(
     third = backend.submit(spec("three", SLEEPER))
     try:
         assert session(pid) == [(pid, os.getpid())]  # the workload alone, a child of this host: no supervisor
-        assert "hastegeo.compute.local.run" in Path(f"/proc/{pid}/cmdline").read_text()
+        assert "hastegeo.compute.local_node.run" in Path(f"/proc/{pid}/cmdline").read_text()
         assert backend.status(third).state is ComputeState.QUEUED  # no free slot
         backend.cancel(first)
         assert ended(backend, first)[0] is ComputeState.CANCELLED

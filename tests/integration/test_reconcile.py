@@ -104,6 +104,52 @@ def test_a_running_job_past_its_deadline_is_failed_and_its_process_stopped(
     assert '"cancelled": true' in exit_file.read_text()
 
 
+def test_a_job_whose_files_never_reach_storage_says_why_at_its_deadline(
+    clocked: tuple[Runtime, Clock], tmp_path: Path
+) -> None:
+    """The workload ended, but its outputs could not be uploaded until the deadline: the reason says both."""
+    runtime, clock = clocked
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    runtime.blobs.get_container_client(runtime.settings.storage.outputs_container).delete_container()
+    exit_file = tmp_path / "local" / "jobs" / f"haste-{job.id}" / "state" / "exit.json"
+    deadline = time.monotonic() + 15
+    while not exit_file.exists():
+        assert time.monotonic() < deadline, "the workload did not end"
+        time.sleep(0.05)
+    runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=runtime.store.get(job.id).poll_seq))
+    stuck = runtime.store.get(job.id)
+    assert stuck.state is JobState.RUNNING  # within its deadline, the poll chain tries again
+    why = "the workload ended (succeeded), but its files are not in storage yet: uploading outputs failed: "
+    assert stuck.history[-1].message.startswith(f"status check failed, will retry: {why}")
+
+    clock.advance(runtime.settings.pipeline.run_deadline_s + 1)
+    assert runtime.reconcile.run().expired == [job.id]
+    failed = runtime.store.get(job.id)
+    assert failed.state is JobState.FAILED
+    limit = runtime.settings.pipeline.run_deadline_s
+    assert failed.reason is not None
+    said = f"the last attempt failed: status check failed, will retry: {why}"
+    assert failed.reason.startswith(f"did not finish before its deadline ({limit}s); {said}")
+    assert "ContainerNotFound" in failed.reason
+
+
+def test_a_deadline_reason_does_not_quote_an_error_the_job_got_past(clocked: tuple[Runtime, Clock]) -> None:
+    runtime, clock = clocked
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    runtime.store.update(
+        job.id,
+        lambda j: runtime.deps.event(
+            j, "submit failed, will retry: X", "submit", last_error="submit failed, will retry: X"
+        ),
+    )
+    runtime.store.update(job.id, lambda j: runtime.deps.event(j, "something went right since", "submit"))
+    clock.advance(runtime.settings.pipeline.queued_deadline_s + 1)
+    assert runtime.reconcile.run().expired == [job.id]
+    limit = runtime.settings.pipeline.queued_deadline_s
+    assert runtime.store.get(job.id).reason == f"was not submitted before its deadline ({limit}s)"
+
+
 def test_a_provider_job_whose_record_ended_is_cancelled(clocked: tuple[Runtime, Clock], tmp_path: Path) -> None:
     runtime, _ = clocked
     job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job

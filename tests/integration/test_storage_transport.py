@@ -10,8 +10,9 @@ import os
 
 import pytest
 from azure.core.exceptions import ServiceRequestError
-from azure.storage.blob import BlobServiceClient
+from azure.storage.blob import BlobServiceClient, ExponentialRetry
 
+from hastegeo.runtime import transfer_client
 from hastegeo.utils.transport import transport_options
 from hastegeo_dev.devhost.azurite import Azurite
 
@@ -46,3 +47,12 @@ def test_a_proxy_in_the_environment_is_still_honoured(azurite: Azurite, no_proxy
     no_proxy_env.setenv("http_proxy", DEAD_PROXY)
     with pytest.raises(ServiceRequestError):
         _client(azurite).get_service_properties()
+
+
+def test_the_transfer_client_is_built_like_every_other(azurite: Azurite, no_proxy_env: pytest.MonkeyPatch) -> None:
+    """The local backend's staging and upload client gets the same options as the pipeline's clients."""
+    blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
+    client = transfer_client(blobs, ExponentialRetry(retry_total=0))
+    no_proxy_env.setenv("HTTP_PROXY", DEAD_PROXY)
+    no_proxy_env.setenv("http_proxy", DEAD_PROXY)
+    assert client.get_service_properties() is not None

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient, LinearRetry
+from azure.storage.blob import BlobServiceClient, ExponentialRetry, LinearRetry
 from azure.storage.queue import QueueServiceClient
 
 from hastegeo.compute.context import BackendContext, utc_now
@@ -107,12 +107,7 @@ def storage_clients(
 ) -> tuple[BlobServiceClient, QueueServiceClient]:
     """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
-    # A storage call is one span when traced, without its HTTP request's (docs/adr/0012).
-    options = {
-        **tracer.STORAGE_CLIENT_OPTIONS,
-        **transport_options(os.environ),
-        **(budget.client_options() if budget is not None else {}),
-    }
+    options = {**client_options(), **(budget.client_options() if budget is not None else {})}
     if storage.connection_string:
         return (
             BlobServiceClient.from_connection_string(storage.connection_string, **options),
@@ -125,6 +120,30 @@ def storage_clients(
     return (
         BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=credential, **options),
         QueueServiceClient(f"https://{account}.queue.core.windows.net", credential=credential, **options),
+    )
+
+
+def client_options() -> dict[str, Any]:
+    """What every storage client of the app is built with: a call is one span when traced, without
+    its HTTP request's (docs/adr/0012), and the transport reads the environment once."""
+    return {**tracer.STORAGE_CLIENT_OPTIONS, **transport_options(os.environ)}
+
+
+def transfer_retry() -> ExponentialRetry:
+    """The one retry policy of staging inputs and uploading outputs (the local backend's transfers).
+
+    Waits of about 1, 3, 5, 9 and 17 seconds (±1) between tries, then the call
+    gives up: an outage of half a minute costs nothing, and a longer one
+    fails the step transiently instead of holding its thread for minutes
+    (the SDK's default waits 15 s before its first retry).
+    """
+    return ExponentialRetry(retry_total=5, initial_backoff=1, increment_base=2, random_jitter_range=1)
+
+
+def transfer_client(blobs: BlobServiceClient, retry: ExponentialRetry | None = None) -> BlobServiceClient:
+    """A client for the same account as ``blobs`` whose only retry policy is ``retry`` (:func:`transfer_retry`)."""
+    return BlobServiceClient(
+        account_url=blobs.url, credential=blobs.credential, retry_policy=retry or transfer_retry(), **client_options()
     )
 
 
@@ -159,7 +178,14 @@ def build_runtime(
     steps: list[PollStep] = []  # the poll step, once built (the backends it drives are built first)
     exits = ExitHandler(poll=lambda message: steps[0].handle(message), fallback=nudge)
     notify_exit = exits if inline_exits else (lambda job_id: nudge(JobMessage(job_id=job_id, kind="nudge")))
-    context = BackendContext(settings=settings, blob_service=blobs, notify_exit=notify_exit, clock=clock, sleep=sleep)
+    context = BackendContext(
+        settings=settings,
+        blob_service=blobs,
+        transfer_blobs=transfer_client(blobs),
+        notify_exit=notify_exit,
+        clock=clock,
+        sleep=sleep,
+    )
     known = {
         name: replace(descriptor, factory=(factories or {}).get(name, descriptor.factory))
         for name, descriptor in descriptors().items()

@@ -11,8 +11,9 @@ import pytest
 from hastegeo.compute.azure_batch import taskspec
 from hastegeo.compute.azure_batch.naming import provider_id
 from hastegeo.compute.azure_batch.settings import BatchSettings
-from hastegeo.compute.azure_batch.status import TaskView, enum_text, failure_reason, last_lines, to_status
+from hastegeo.compute.azure_batch.status import TaskView, enum_text, failure_reason, to_status
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, ComputeState, InputFile
+from hastegeo.compute.tail import last_lines
 from hastegeo.utils.errors import TerminalBackendError
 
 PLACEMENT = taskspec.Placement(

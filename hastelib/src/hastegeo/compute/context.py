@@ -26,6 +26,10 @@ def utc_now() -> datetime:
 class BackendContext:
     settings: Settings
     blob_service: BlobServiceClient
+    # Staging inputs and uploading outputs: a client of the same account whose retry
+    # policy is the one owner of those retries (the composition root builds it with
+    # hastegeo.runtime.transfer_client). None: they go through ``blob_service``.
+    transfer_blobs: BlobServiceClient | None = None
     # Called with a job id when a workload ends, so the pipeline can look at
     # once instead of at the next poll. Optional: polling alone is correct.
     notify_exit: Callable[[str], None] = field(default=lambda job_id: None)

@@ -1,8 +1,8 @@
 """What the app knows about a backend without building it: one :class:`BackendDescriptor` per adapter package.
 
 Standard library only: adapter packages export their descriptor from
-``__init__``, which every local job's process (``hastegeo.compute.local.run``) also imports, and
-that process must start fast.
+``__init__``, and the registry imports every one of them to list the backends,
+so listing them must not load a provider SDK.
 """
 
 from __future__ import annotations

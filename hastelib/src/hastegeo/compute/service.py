@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJobSpec, ComputeStatus
 from hastegeo.compute.registry import BackendRegistry
-from hastegeo.utils.errors import BackendUnavailableError, HasteError, describe_exception
+from hastegeo.utils.errors import BackendUnavailableError, HasteError, TransientBackendError, describe_exception
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +70,22 @@ class ExecutionService:
         return handle
 
     def status(self, handle: ComputeJobHandle) -> ComputeStatus:
-        """The provider's status; an ended job's files are in blob storage before its end is reported."""
+        """The provider's status; an ended job's files are in blob storage before its end is reported.
+
+        Raises:
+            TransientBackendError: also when the job ended but its files could not be copied yet;
+                the message says so, since the job's history and any deadline reason quote it.
+        """
         adapter = self._adapter(handle.backend)
         status = adapter.status(handle)
         if status.state.terminal:
-            adapter.collect_outputs(handle)
+            try:
+                adapter.collect_outputs(handle)
+            except TransientBackendError as exc:
+                raise TransientBackendError(
+                    f"the workload ended ({status.state.value}), but its files are not in storage yet: {exc}",
+                    backend=handle.backend,
+                ) from exc
         return status
 
     def status_outlives_cleanup(self, backend: str) -> bool:

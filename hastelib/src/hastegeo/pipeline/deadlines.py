@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from hastegeo.models.history import clean_message
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, ended_job
@@ -26,9 +27,19 @@ EXPIRY_REASONS = {
 
 
 def expiry_reason(job: Job) -> str:
-    """``<what did not happen> before its deadline (<limit>s)``, the limit counted from when it applied."""
+    """``<what did not happen> before its deadline (<limit>s)``, the limit counted from when it applied.
+
+    When the job was stuck on a retried error (the latest line of its history is that error, so
+    nothing went right since), the reason says so: "did not finish" alone would hide that the
+    workload ended long ago and its outputs never reached storage, or that the provider stopped
+    answering.
+    """
     limit = int((job.deadline_at - (job.started_at or job.created_at)).total_seconds())
-    return f"{EXPIRY_REASONS[job.state]} ({limit}s)"
+    reason = f"{EXPIRY_REASONS[job.state]} ({limit}s)"
+    stuck = clean_message(job.last_error) if job.last_error else None
+    if stuck and job.history and job.history[-1].message == stuck:
+        return f"{reason}; the last attempt failed: {stuck}"
+    return reason
 
 
 def expire(deps: PipelineDeps, job: Job, source: str) -> bool:

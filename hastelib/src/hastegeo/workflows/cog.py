@@ -17,6 +17,8 @@ from typing import Any, BinaryIO
 import rasterio
 import rasterio.shutil
 
+from hastegeo.utils.files import replacing
+
 COG_BLOCK = 256
 TILE_OFFSETS_TAG = 324
 IMAGE_WIDTH_TAG = 256
@@ -52,7 +54,6 @@ def write_cog(
     The copy goes to a ``.tmp`` name first and is renamed, so a half-written
     COG never carries the final name.
     """
-    temporary = destination.with_name(destination.name + ".tmp")
     options = {
         "COMPRESS": "DEFLATE",
         "PREDICTOR": "YES",
@@ -62,11 +63,8 @@ def write_cog(
         "BIGTIFF": "IF_SAFER",
         **(extra or {}),
     }
-    try:
+    with replacing(destination) as temporary:
         rasterio.shutil.copy(str(source), str(temporary), driver="COG", **options)
-        temporary.replace(destination)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

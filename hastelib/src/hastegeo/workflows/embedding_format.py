@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from hastegeo.utils.files import replacing
+
 MAGIC = b"HEMB"
 VERSION = 1
 DTYPE_FLOAT32 = 1
@@ -43,11 +45,9 @@ def write_embeddings(path: Path, matrix: npt.NDArray[np.floating]) -> None:
     values = np.ascontiguousarray(matrix, dtype="<f4")
     if values.ndim != 2:
         raise ValueError("embedding matrix must be two-dimensional")
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("wb") as handle:
+    with replacing(path) as temporary, temporary.open("wb") as handle:
         handle.write(HEADER.pack(MAGIC, VERSION, DTYPE_FLOAT32, values.shape[0], values.shape[1]))
         handle.write(values.tobytes(order="C"))
-    temporary.replace(path)
 
 
 def read_embeddings(path: Path) -> tuple[EmbeddingHeader, npt.NDArray[np.float32]]:

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from hastegeo.utils.files import write_bytes
+
 QUICKLOOK_MAX = 512
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -45,9 +47,7 @@ def encode_png(pixels: np.ndarray[Any, np.dtype[np.uint8]]) -> bytes:
 
 def write_png(path: Path, pixels: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
     """Write :func:`encode_png` of ``pixels`` to ``path`` (temp file + rename, so a reader never sees half)."""
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_bytes(encode_png(pixels))
-    temporary.replace(path)
+    write_bytes(path, encode_png(pixels))
 
 
 def quicklook_shape(width: int, height: int, max_size: int = QUICKLOOK_MAX) -> tuple[int, int]:

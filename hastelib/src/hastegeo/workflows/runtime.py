@@ -1,7 +1,8 @@
 """What every workload shares on compute: its working directory, progress log and manifest.
 
 This module runs inside the workload process on every backend, so it
-imports only the standard library. The layout is the cross-backend contract:
+imports only the standard library (and :mod:`hastegeo.utils.files`, which
+does too). The layout is the cross-backend contract:
 
     $HASTE_JOB_WORKDIR/
         inputs/       staged by the backend before the workload starts
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from hastegeo.utils.files import write_text
 
 WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
 LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"
@@ -153,9 +156,7 @@ def write_manifest(workdir: Workdir, workload: str, extra: dict[str, Any] | None
         **(extra or {}),
     }
     target = workdir.outputs / manifest_name
-    temporary = target.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(document, indent=2, sort_keys=True), encoding="utf-8")
-    temporary.replace(target)
+    write_text(target, json.dumps(document, indent=2, sort_keys=True))
     return target
 
 

@@ -37,6 +37,7 @@ from hastegeo.compute.contract import (
 )
 from hastegeo.compute.identity import azure_credential
 from hastegeo.compute.retry import RETRYABLE, ErrorKind, RetryBudget, RetryPolicy, backend_error, error_facts
+from hastegeo.compute.tail import TAIL_BYTES
 from hastegeo.utils.errors import (
     BackendError,
     ConfigurationError,
@@ -53,7 +54,6 @@ CLEANUP_REASON = "HasteCleanup"
 _UNAVAILABLE = frozenset({ErrorKind.NODE_GONE, ErrorKind.NODE_TRANSITION, ErrorKind.NOT_FOUND})
 _FINISHED = frozenset({ErrorKind.FINISHED})
 _ENDED = frozenset({ErrorKind.FINISHED, ErrorKind.NOT_FOUND})  # nothing left to cancel or terminate
-_STDERR_TAIL_BYTES = 4096
 
 
 class BatchBackend(ComputeBackend):
@@ -273,14 +273,14 @@ class BatchBackend(ComputeBackend):
         try:
             blob = self._blobs.get_blob_client(handle.output.container, blob_name)
             size = int(blob.get_blob_properties().size)
-            data: bytes = blob.download_blob(offset=max(0, size - _STDERR_TAIL_BYTES)).readall() if size else b""
+            data: bytes = blob.download_blob(offset=max(0, size - TAIL_BYTES)).readall() if size else b""
         except Exception as exc:  # best-effort: a missing log must not hide the failure itself
             log.info("stderr of %s not readable from blob (%s)", blob_name, describe_exception(exc))
             try:
                 data = self.read_output(handle, "logs/stderr.txt").data or b""
             except BackendError:
                 return None
-        return data[-_STDERR_TAIL_BYTES:].decode("utf-8", errors="replace") or None
+        return data[-TAIL_BYTES:].decode("utf-8", errors="replace") or None
 
     def _ids(self, handle: ComputeJobHandle) -> tuple[str, str]:
         job_id, task_id = handle.provider_ids.get("job_id"), handle.provider_ids.get("task_id")

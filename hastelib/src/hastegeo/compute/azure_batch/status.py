@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
+from hastegeo.compute.tail import with_stderr
 from hastegeo.utils.errors import readable_message
 from hastegeo.utils.redaction import redact
 
 CANCEL_REASON = "HasteCancelled"
 # The generic failure Batch reports for a non-zero exit: the exit code already says it.
 _GENERIC_FAILURE_CODES = frozenset({"failureexitcode"})
-_TAIL_LINES = 5
-_TAIL_CHARS = 400
 
 
 def enum_text(value: Any) -> str:
@@ -95,16 +94,7 @@ def failure_reason(view: TaskView, stderr_tail: str | None) -> str:
     if view.failure_code and view.failure_code.lower() not in _GENERIC_FAILURE_CODES:
         message = readable_message(view.failure_message or "")
         parts.append(f"{view.failure_code}: {message}" if message else view.failure_code)
-    tail = last_lines(stderr_tail) if stderr_tail else ""
-    head = "; ".join(parts) or "the task failed"
-    return redact(f"{head}: {tail}" if tail else head)
-
-
-def last_lines(text: str, lines: int = _TAIL_LINES, limit: int = _TAIL_CHARS) -> str:
-    """The last non-empty lines of ``text`` joined by `` | ``, capped at ``limit`` characters."""
-    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
-    joined = " | ".join(kept)
-    return joined if len(joined) <= limit else "…" + joined[-(limit - 1) :]
+    return redact(with_stderr("; ".join(parts) or "the task failed", stderr_tail))
 
 
 def _join(*parts: str | None) -> str:

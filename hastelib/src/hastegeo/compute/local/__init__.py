@@ -1,4 +1,8 @@
-"""The local backend: each job a real process group on this machine (see :mod:`.adapter`)."""
+"""The local backend: each job a real process group on this machine (see :mod:`.adapter`).
+
+The adapter is this package; the machine side it drives (the jobs' folders, the
+queue for slots, each job's process) is :mod:`hastegeo.compute.local_node`.
+"""
 
 from __future__ import annotations
 

@@ -2,19 +2,20 @@
 
 Submit stages the inputs from blob into the job's working directory and
 queues it; when a slot is free, admission starts the workload as one process
-in a session of its own (a Python command through :mod:`.run`, which records
-its own end), and the host that started it reaps it. ``status`` only reports; once the workload has
+in a session of its own (a Python command through the local node's
+:mod:`~hastegeo.compute.local_node.run`, which records its own end), and the
+host that started it reaps it. ``status`` only reports; once the workload has
 ended, :meth:`LocalBackend.collect_outputs` (the contract's explicit step, taken
 by the execution service before it reports an end) uploads ``outputs/**`` and
 ``logs/**`` to the job's blob prefix — the layout Azure Batch output files
 produce — so post-processing reads the same blobs on every backend. Uploading
 here, not in the job's process, keeps the Azure SDK out of it (ADR 0002).
 
-Storage may stop answering for a while. Staging and uploading go through a
-client of their own whose azure-core retry policy is the one owner of
-retries (:func:`transfer_retry`, about half a minute); past that budget the
-step fails transiently and the pipeline tries it again later (the submit
-message comes back; the poll chain asks for the status again). Every job
+Storage may stop answering for a while. Staging and uploading go through the
+context's transfer client, whose azure-core retry policy is the one owner of
+retries (:func:`hastegeo.runtime.transfer_retry`, about half a minute); past
+that budget the step fails transiently and the pipeline tries it again later
+(the submit message comes back; the poll chain asks for the status again). Every job
 that ends has an exit record (``state/exit.json``): written by the
 workload's own process, by the host that reaps it when it could not (a
 SIGKILL, a command that is not Python), by a failed staging (the pipeline may
@@ -33,13 +34,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections import deque
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
-from azure.storage.blob import BlobClient, BlobServiceClient, ExponentialRetry
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
@@ -52,7 +51,9 @@ from hastegeo.compute.contract import (
     InputFile,
     OutputRead,
 )
-from hastegeo.compute.local.layout import LocalLayout, file_lock, pid_alive, read_json, time_limit_reason, write_json
+from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
+from hastegeo.compute.tail import TAIL_BYTES, with_stderr
+from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.utils.errors import (
     ConfigurationError,
     HasteError,
@@ -60,10 +61,10 @@ from hastegeo.utils.errors import (
     TransientBackendError,
     describe_exception,
 )
+from hastegeo.utils.files import read_json, write_json
 
 log = logging.getLogger(__name__)
 
-TAIL_LINES = 5
 TAIL_MAX_BYTES = 64 * 1024
 STAGING_FAILED = "staging"  # exit.json "stage" of a job whose inputs could not be staged
 
@@ -72,29 +73,16 @@ class LocalBackend(ComputeBackend):
     name: ClassVar[str] = "local"
     status_outlives_cleanup: ClassVar[bool] = True  # cleanup removes the working files, never state/exit.json
 
-    def __init__(
-        self,
-        context: BackendContext,
-        root: Path,
-        slots: int,
-        python: str,
-        retry: ExponentialRetry | None = None,
-    ) -> None:
+    def __init__(self, context: BackendContext, root: Path, slots: int, python: str) -> None:
         self._context = context
-        self._blobs = transfer_client(context.blob_service, retry or transfer_retry())
+        self._blobs = context.transfer_blobs or context.blob_service
         self._layout = LocalLayout(root).ensure()
         self._slots, self._python = slots, python
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
-        fingerprint = spec.fingerprint()
         job_dir = self._layout.job_dir(spec.name)
         state = self._layout.state(spec.name)
-        handle = ComputeJobHandle(
-            backend=self.name,
-            provider_ids={"name": spec.name},
-            output=spec.output,
-            submitted_at=self._context.clock(),
-        )
+        handle = self._handle(spec.name, spec.output, self._context.clock())
         (job_dir / "state").mkdir(parents=True, exist_ok=True)
         # One submission at a time per job, across threads and processes: a
         # concurrent duplicate waits, then binds to what the first one made.
@@ -110,13 +98,13 @@ class LocalBackend(ComputeBackend):
             if ended is not None and ended.get("stage") != STAGING_FAILED:
                 return handle  # cancelled before its inputs were staged: it stays cancelled
             (state / "exit.json").unlink(missing_ok=True)  # an earlier staging failed: stage again
-            self._prepare(spec, fingerprint)
+            self._prepare(spec)
             (state / "ready").touch()
             self._layout.enqueue(spec.name)
         self._admit()
         return handle
 
-    def _prepare(self, spec: ComputeJobSpec, fingerprint: str) -> None:
+    def _prepare(self, spec: ComputeJobSpec) -> None:
         """Write the spec and stage the inputs (again, after a crash: staging overwrites)."""
         write_json(
             self._layout.job_dir(spec.name) / "spec.json",
@@ -125,7 +113,7 @@ class LocalBackend(ComputeBackend):
                 "argv": list(spec.argv),
                 "env": dict(spec.env),
                 "timeLimitS": spec.time_limit_s,
-                "fingerprint": fingerprint,
+                "fingerprint": spec.fingerprint(),
                 "output": spec.output.model_dump(by_alias=True),
                 "submittedAt": self._context.clock().isoformat(),
             },
@@ -187,20 +175,20 @@ class LocalBackend(ComputeBackend):
         with file_lock(state / "upload.lock"):
             if (state / "uploaded").exists():
                 return  # another delivery uploaded it while this one waited
-            files = [p for folder in ("outputs", "logs") for p in sorted((work / folder).rglob("*")) if p.is_file()]
-            uploaded: dict[str, dict[str, object]] = {}
+            files = [
+                (path, handle.output.child(path.relative_to(work).as_posix()))
+                for folder in ("outputs", "logs")
+                for path in sorted((work / folder).rglob("*"))
+                if path.is_file() and (folder == "outputs" or path.stat().st_size)  # an empty log tells nobody anything
+            ]
             try:
-                for path in files:
-                    relative = path.relative_to(work).as_posix()
-                    if relative.startswith("logs/") and path.stat().st_size == 0:
-                        continue  # an empty stdout/stderr tells nobody anything
-                    with path.open("rb") as data:
-                        container.upload_blob(handle.output.child(relative), data, overwrite=True)
-                    uploaded[relative] = _digest(path)
+                upload(container, files)
             except AzureError as exc:
                 raise TransientBackendError(
                     f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
                 ) from exc
+            # What was uploaded, so post-processing can check these bytes instead of reading the blobs back.
+            uploaded = {path.relative_to(work).as_posix(): _digest(path) for path, _ in files}
             write_json(state / "uploaded", {"files": uploaded})
 
     def uploaded_copy(self, handle: ComputeJobHandle, path: str) -> bytes | None:
@@ -255,12 +243,8 @@ class LocalBackend(ComputeBackend):
             spec = read_json(job_dir / "spec.json")
             if spec is None or (job_dir / "state" / "exit.json").exists() or "output" not in spec:
                 continue
-            handle = ComputeJobHandle(
-                backend=self.name,
-                provider_ids={"name": job_dir.name},
-                output=BlobLocation.model_validate(spec["output"]),
-                submitted_at=datetime.fromisoformat(spec["submittedAt"]),
-            )
+            submitted_at = datetime.fromisoformat(spec["submittedAt"])
+            handle = self._handle(job_dir.name, BlobLocation.model_validate(spec["output"]), submitted_at)
             active.append((str(spec["jobId"]), handle))
         return active
 
@@ -295,7 +279,7 @@ class LocalBackend(ComputeBackend):
                     os.killpg(process.pid, signal.SIGKILL)
                 reason = (
                     time_limit_reason(spec)
-                    if code == -signal.SIGALRM  # the interval timer a command keeps across exec (see .run)
+                    if code == -signal.SIGALRM  # the interval timer a command keeps across exec (see local_node.run)
                     else f"the workload was killed by {signal.Signals(-code).name}"
                 )
             self._layout.record_exit(name, code, reason)
@@ -310,6 +294,11 @@ class LocalBackend(ComputeBackend):
         except Exception:  # polling still finds the end; a nudge is an optimisation
             log.warning("could not nudge the pipeline for job %s", job_id, exc_info=True)
 
+    def _handle(self, name: str, output: BlobLocation, submitted_at: datetime) -> ComputeJobHandle:
+        return ComputeJobHandle(
+            backend=self.name, provider_ids={"name": name}, output=output, submitted_at=submitted_at
+        )
+
     def _name(self, handle: ComputeJobHandle) -> str:
         name = handle.provider_ids.get("name", "")
         if not name or "/" in name or name.startswith("."):
@@ -318,24 +307,14 @@ class LocalBackend(ComputeBackend):
 
     def _stage(self, item: InputFile, inputs: Path) -> None:
         container = self._blobs.get_container_client(item.source.container)
-        if item.is_prefix:
-            prefix = item.source.path.rstrip("/") + "/"
-            found = False
-            for blob in container.list_blobs(name_starts_with=prefix):
-                found = True
-                self._download(container.get_blob_client(blob.name), inputs / item.dest / blob.name[len(prefix) :])
-            if not found:
-                raise TerminalBackendError(
-                    f"an input is missing: nothing under {item.source.container}/{prefix}", backend=self.name
-                )
-        else:
-            self._download(container.get_blob_client(item.source.path), inputs / item.dest)
-
-    @staticmethod
-    def _download(blob: BlobClient, target: Path) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as handle:
-            blob.download_blob().readinto(handle)
+        if not item.is_prefix:
+            download(container.get_blob_client(item.source.path), inputs / item.dest)
+            return
+        prefix = item.source.path.rstrip("/") + "/"
+        if not download_prefix(container, prefix, inputs / item.dest, strip=prefix):
+            raise TerminalBackendError(
+                f"an input is missing: nothing under {item.source.container}/{prefix}", backend=self.name
+            )
 
     def _ended_status(self, name: str, ended: dict[str, object]) -> ComputeStatus:
         code = ended.get("exitCode")
@@ -345,36 +324,20 @@ class LocalBackend(ComputeBackend):
             return ComputeStatus(state=ComputeState.CANCELLED, exit_code=exit_code, reason="cancelled")
         if exit_code == 0 and not reason:
             return ComputeStatus(state=ComputeState.SUCCEEDED, exit_code=0)
-        tail = self._stderr_tail(name)
-        parts = [str(reason) if reason else f"the workload exited with code {exit_code}"]
-        if tail:
-            parts.append(tail)
-        return ComputeStatus(state=ComputeState.FAILED, exit_code=exit_code, reason=": ".join(parts))
+        head = str(reason) if reason else f"the workload exited with code {exit_code}"
+        return ComputeStatus(
+            state=ComputeState.FAILED, exit_code=exit_code, reason=with_stderr(head, self._stderr(name))
+        )
 
-    def _stderr_tail(self, name: str) -> str:
+    def _stderr(self, name: str) -> str | None:
+        """The end of the job's stderr (at most :data:`TAIL_BYTES`), or None when there is none."""
         path = self._layout.work(name) / "logs" / "stderr.txt"
         try:
-            with path.open("r", encoding="utf-8", errors="replace") as handle:
-                lines = [line.strip() for line in deque(handle, maxlen=TAIL_LINES) if line.strip()]
+            with path.open("rb") as log_file:
+                log_file.seek(max(0, path.stat().st_size - TAIL_BYTES))
+                return log_file.read().decode("utf-8", errors="replace")
         except FileNotFoundError:
-            return ""
-        return " | ".join(lines)
-
-
-def transfer_retry() -> ExponentialRetry:
-    """The one retry policy of staging and uploading.
-
-    Waits of about 1, 3, 5, 9 and 17 seconds (±1) between tries, then the call
-    gives up: an outage of half a minute costs nothing, and a longer one
-    fails the step transiently instead of holding its thread for minutes
-    (the SDK's default waits 15 s before its first retry).
-    """
-    return ExponentialRetry(retry_total=5, initial_backoff=1, increment_base=2, random_jitter_range=1)
-
-
-def transfer_client(blobs: BlobServiceClient, retry: ExponentialRetry) -> BlobServiceClient:
-    """A client for the same account as ``blobs`` whose only retry policy is ``retry``."""
-    return BlobServiceClient(account_url=blobs.url, credential=blobs.credential, retry_policy=retry)
+            return None
 
 
 def create(context: BackendContext) -> LocalBackend:

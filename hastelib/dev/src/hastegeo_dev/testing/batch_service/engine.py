@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.utils.errors import describe_exception
 from hastegeo_dev.testing.batch_service.faults import Faults
 
@@ -258,19 +259,14 @@ class Engine:
             target = workdir / str(item.get("filePath") or "")
             if item.get("httpUrl"):
                 container, blob = self._split_blob_url(str(item["httpUrl"]))
-                self._download(container, blob, target if item.get("filePath") else workdir / Path(blob).name)
+                target = target if item.get("filePath") else workdir / Path(blob).name
+                download(self._require_blobs().get_blob_client(container, blob), target)
             elif item.get("storageContainerUrl"):
                 container, _ = self._split_blob_url(str(item["storageContainerUrl"]) + "/")
                 client = self._require_blobs().get_container_client(container)
-                for blob in client.list_blobs(name_starts_with=item.get("blobPrefix") or None):
-                    self._download(container, blob.name, target / blob.name)  # Batch keeps full blob names
+                download_prefix(client, item.get("blobPrefix") or None, target)  # Batch keeps full blob names
             else:
                 raise ValueError(f"unsupported resource file {sorted(item)}")
-
-    def _download(self, container: str, blob: str, target: Path) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = self._require_blobs().get_blob_client(container, blob).download_blob().readall()
-        target.write_bytes(data)
 
     def _upload(self, task: Task, workdir: Path, *, success: bool) -> str | None:
         errors = []
@@ -283,9 +279,8 @@ class Engine:
                 if not destination.get("identityReference") and "sig=" not in str(destination.get("containerUrl")):
                     raise PermissionError("no identityReference and no SAS: the node cannot write the blob")
                 container, _ = self._split_blob_url(str(destination["containerUrl"]).rstrip("/") + "/")
-                for path, blob in match_outputs(workdir, str(item["filePattern"]), str(destination.get("path") or "")):
-                    blob_client = self._require_blobs().get_blob_client(container, blob)
-                    blob_client.upload_blob(path.read_bytes(), overwrite=True)
+                files = match_outputs(workdir, str(item["filePattern"]), str(destination.get("path") or ""))
+                upload(self._require_blobs().get_container_client(container), files)
             except Exception as exc:
                 errors.append(f"{item.get('filePattern')}: {exc}")
         return "; ".join(errors) or None

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from hastegeo.compute.context import utc_now
+from hastegeo.utils.files import read_json, write_json
 
 DEFAULT_TIME_LIMIT_S = 3600.0
 UNRECORDED = (
@@ -88,7 +88,7 @@ class LocalLayout:
         """
         cancelled = (self.state(name) / "cancel").exists()
         ended = {"exitCode": code, "reason": "cancelled" if cancelled else reason, "cancelled": cancelled}
-        write_json(self.state(name) / "exit.json", {**ended, "endedAt": now(), **extra})
+        write_json(self.state(name) / "exit.json", {**ended, "endedAt": utc_now().isoformat(), **extra})
         return ended
 
     def admit(self, slots: int, python: str) -> list[tuple[str, subprocess.Popen[bytes]]]:
@@ -128,7 +128,7 @@ class LocalLayout:
                     slot.unlink()
                     continue
                 slot.write_text(str(process.pid))
-                write_json(self.state(name) / "running.json", {"pid": process.pid, "startedAt": now()})
+                write_json(self.state(name) / "running.json", {"pid": process.pid, "startedAt": utc_now().isoformat()})
                 with (self.state(name) / "launches.log").open("a", encoding="utf-8") as launches:
                     launches.write(f"{time.time():.3f} workload {process.pid}\n")
                 started.append((name, process))
@@ -144,7 +144,7 @@ class LocalLayout:
         (work / "logs").mkdir(parents=True, exist_ok=True)
         with (work / "logs" / "stdout.txt").open("ab") as out, (work / "logs" / "stderr.txt").open("ab") as err:
             return subprocess.Popen(
-                [python, "-m", "hastegeo.compute.local.run", str(self.root), name],
+                [python, "-m", "hastegeo.compute.local_node.run", str(self.root), name],
                 cwd=work,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -182,23 +182,3 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
-
-
-def write_json(path: Path, document: dict[str, Any]) -> None:
-    """Atomic: a reader sees the old document or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temporary.write_text(json.dumps(document), encoding="utf-8")
-    temporary.replace(path)

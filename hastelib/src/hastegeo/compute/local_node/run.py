@@ -1,4 +1,4 @@
-"""A local job's one process: ``python -m hastegeo.compute.local.run ROOT NAME``.
+"""A local job's one process: ``python -m hastegeo.compute.local_node.run ROOT NAME``.
 
 Admission starts it in the job's working directory and a session of its own, and it
 becomes the workload (ADR 0015): a ``python -m MODULE``, ``python -c CODE`` or
@@ -32,7 +32,8 @@ import types
 from pathlib import Path
 from typing import Any
 
-from hastegeo.compute.local.layout import LocalLayout, read_json, time_limit_reason, time_limit_s
+from hastegeo.compute.local_node.layout import LocalLayout, time_limit_reason, time_limit_s
+from hastegeo.utils.files import read_json
 
 PYTHON_ALIASES = ("python", "python3")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

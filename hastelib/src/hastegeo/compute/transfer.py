@@ -1,0 +1,42 @@
+"""Files between blob storage and a working directory, as Batch resource and output files move them.
+
+The local backend stages inputs and uploads outputs this way, and so does the
+Batch test service, which plays the Batch nodes. Both stream: a blob never
+sits whole in memory. Errors are the SDK's own; the caller decides what they
+mean (retries are the client's retry policy, see :func:`hastegeo.runtime.transfer_client`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from azure.storage.blob import BlobClient, ContainerClient
+
+
+def download(blob: BlobClient, target: Path) -> None:
+    """Write the blob to ``target``, creating its folder."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("wb") as handle:
+        blob.download_blob().readinto(handle)
+
+
+def download_prefix(container: ContainerClient, prefix: str | None, folder: Path, *, strip: str = "") -> int:
+    """Every blob named ``prefix…`` (None: every blob) into ``folder``, named without its leading ``strip``.
+
+    Returns how many there were.
+    """
+    count = 0
+    for blob in container.list_blobs(name_starts_with=prefix):
+        download(container.get_blob_client(blob.name), folder / blob.name[len(strip) :])
+        count += 1
+    return count
+
+
+def upload(container: ContainerClient, files: Iterable[tuple[Path, str]]) -> None:
+    """Upload each ``(file, blob name)``, replacing a blob of that name."""
+    for path, name in files:
+        with path.open("rb") as data:
+            container.upload_blob(name, data, overwrite=True)
