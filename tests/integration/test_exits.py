@@ -77,11 +77,15 @@ def test_an_exit_that_cannot_be_handled_here_goes_to_the_poll_queue(inline: Runt
         assert time.monotonic() < deadline, "the exit was neither handled nor handed to the queue"
         time.sleep(0.05)
     assert nudges == [JobMessage(job_id=job_id, kind="nudge")]
-    # The step got as far as post-processing; the queue's delivery (or the chain) finishes it later.
-    assert inline.store.get(job_id).state is JobState.POSTPROCESSING
+    # The step got as far as post-processing, which stores its move with the end (ADR 0016): the job
+    # is still running, and the queue's delivery (or the chain) post-processes it again and ends it.
+    assert inline.store.get(job_id).state is JobState.RUNNING
     inline.deps.processors["artifacts"] = ScriptProcessor()
     inline.poll.handle(nudges[0])
-    assert inline.store.get(job_id).state is JobState.SUCCEEDED
+    job = inline.store.get(job_id)
+    assert job.state is JobState.SUCCEEDED
+    finished = [event for event in job.history if event.message.startswith("workload finished")]
+    assert [event.state for event in finished] == [JobState.POSTPROCESSING]  # once, though post-processed twice
 
 
 def test_a_failing_handler_and_a_failing_queue_are_both_only_logged(caplog: pytest.LogCaptureFixture) -> None:

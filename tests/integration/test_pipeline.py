@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,12 @@ import pytest
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJobSpec, ComputeStatus, OutputRead
+from hastegeo.compute.router import ComputeRouter
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.accept import JobAcceptor, parse_request
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
-from hastegeo.utils.errors import ConflictError, TerminalBackendError
+from hastegeo.utils.errors import BackendUnavailableError, ConflictError, TerminalBackendError
 from tests.conftest import RuntimeFactory
 from tests.support.processors import FAIL, ScriptProcessor
 
@@ -142,6 +144,22 @@ def test_idempotency_key_returns_the_same_job(make_runtime: RuntimeFactory) -> N
     assert first.job.id == again.job.id
     with pytest.raises(ConflictError, match="different request"):
         runtime.acceptor.accept(parse_request(request(labels={"x": "y"})), idempotency_key="abc")
+
+
+def test_a_replay_gets_its_job_even_when_routing_now_refuses_the_request(make_runtime: RuntimeFactory) -> None:
+    """A keyed request is created without a read first; a retry whose routing fails since (every backend
+    disabled, here) is still answered with the job the first attempt stored, and nothing new is stored."""
+    runtime = make_runtime()
+    first = runtime.acceptor.accept(parse_request(request()), idempotency_key="abc")
+    refusing = JobAcceptor(dataclasses.replace(runtime.deps, router=ComputeRouter({})))
+    again = refusing.accept(parse_request(request()), idempotency_key="abc")
+    assert (again.created, again.job) == (False, first.job)
+    with pytest.raises(ConflictError, match="different request"):
+        refusing.accept(parse_request(request(labels={"x": "y"})), idempotency_key="abc")
+    for key in ("new-key", None):  # a request no job answers is refused as before
+        with pytest.raises(BackendUnavailableError):
+            refusing.accept(parse_request(request()), idempotency_key=key)
+    assert [job.id for job in runtime.store.list("p1").jobs] == [first.job.id]
 
 
 def test_poison_message_fails_the_job_with_the_last_error(make_runtime: RuntimeFactory) -> None:

@@ -88,6 +88,10 @@ class ExecutionService:
                 ) from exc
         return status
 
+    def status_outlives_cleanup(self, backend: str) -> bool:
+        """True when ``backend`` reports an ended job the same way after its cleanup (see the contract)."""
+        return self._adapter(backend).status_outlives_cleanup
+
     def cancel(self, handle: ComputeJobHandle) -> None:
         self._adapter(handle.backend).cancel(handle)
 
@@ -125,6 +129,13 @@ class ExecutionService:
             log.warning("%s (backend %s)", served.unreadable, handle.backend)
             return served
         return ServedOutput(path, data, reason, from_blob=True)
+
+    def uploaded_copy(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+        """``path`` as the backend uploaded it to the blob copy, if it can vouch for the bytes; else None."""
+        try:
+            return self._adapter(handle.backend).uploaded_copy(handle, path)
+        except HasteError:
+            return None
 
     def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
         """New bytes of a growing file, if the backend can serve them cheaply; else None."""

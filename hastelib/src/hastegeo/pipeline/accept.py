@@ -26,7 +26,7 @@ from hastegeo.pipeline.deps import PipelineDeps, keyed_job_id, new_job_id
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
-from hastegeo.utils.errors import ConflictError, InvalidJobError
+from hastegeo.utils.errors import ConflictError, HasteError, InvalidJobError
 from hastegeo.utils.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -192,15 +192,21 @@ class JobAcceptor:
         fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
         job_id = keyed_job_id(request.project_id, idempotency_key) if idempotency_key else new_job_id()
         send = enqueue or (lambda message: deps.queues.send(SUBMIT_QUEUE, message))
-        if idempotency_key:
-            existing = deps.store.find(job_id)
-            if existing is not None:
-                return self._replay(existing, fingerprint, send)
+        # A keyed request is stored with a conditional create and read only when the id is
+        # taken: a new key (nearly every request) costs no read. A retry whose routing or
+        # input checks now fail (a backend disabled since, an input deleted) still gets the
+        # job its first attempt stored.
         requested = request.backend or deps.settings.routing.default_backend
         if parent is not None:
             requested = parent.backend
-        backend = deps.router.resolve(requested, request.workload, job_id)
-        self._check_inputs(request, processor.params_model.model_validate(request.parameters), parent)
+        try:
+            backend = deps.router.resolve(requested, request.workload, job_id)
+            self._check_inputs(request, processor.params_model.model_validate(request.parameters), parent)
+        except HasteError:
+            existing = deps.store.find(job_id) if idempotency_key else None
+            if existing is None:
+                raise
+            return self._replay(existing, fingerprint, send)
         if parent is not None:
             submitter = parent.submitted_by
         origin = f"accepted as a follow-on of {parent.id}" if parent is not None else f"accepted from {source}"
@@ -236,7 +242,7 @@ class JobAcceptor:
             trace_parent=tracer.current_traceparent(),
         )
         tracer.annotate(job)
-        if not deps.store.create(job):  # a concurrent request with the same key won
+        if not deps.store.create(job):  # an earlier (or concurrent) request with the same key stored it
             return self._replay(deps.store.get(job_id), fingerprint, send)
         send(JobMessage(job_id=job_id, kind="submit"))
         meter.job_accepted(job)

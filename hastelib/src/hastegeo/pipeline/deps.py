@@ -77,15 +77,19 @@ class PipelineDeps:
         source: str,
         reason: str | None,
         reason_class: ReasonClass = "workload",
+        before: Callable[[Job], Job] | None = None,
     ) -> bool:
         """Move a job to a terminal ``state`` with one event, unless it has already ended.
 
         ``reason_class`` says which kind of failure it is, for the metrics and the span.
+        ``before`` (pure) adds what happened first to the same write (a move not stored yet).
         Returns True when this call ended it (another writer may have got there first).
         """
 
         def change(job: Job) -> Job | None:
-            return None if job.state.terminal else self.event(job, message, source, state, reason=reason)
+            if job.state.terminal:
+                return None
+            return self.event(before(job) if before else job, message, source, state, reason=reason)
 
         update = self.store.update(job_id, change)
         if update.wrote:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
@@ -22,7 +24,7 @@ from hastegeo.models.job import Job, JobRequest, QueuedMessage
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PipelineDeps, ended_job
+from hastegeo.pipeline.deps import PipelineDeps, ended_job, record
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
 from hastegeo.processors.base import PostprocessError
@@ -55,9 +57,10 @@ class PollStep:
         if job.state.terminal or (chain and message.poll_seq != job.poll_seq):
             return  # ended, or a duplicate or superseded chain message
         if job.handle is None:
-            if chain and job.state in (JobState.SUBMITTING, JobState.CANCEL_REQUESTED):
-                # The submit step sends the chain's first message just before it stores the handle;
-                # that write is late (or its step is being retried). The chain waits for it.
+            if chain and job.state in (JobState.QUEUED, JobState.SUBMITTING, JobState.CANCEL_REQUESTED):
+                # The submit step sends the chain's first message just before it stores the handle (a
+                # queued job stays queued until that write); the write is late (or its step is being
+                # retried). The chain waits for it.
                 deps.queues.send(POLL_QUEUE, message, deps.poll_delay(0))
             return
         if job.state is JobState.POSTPROCESSING:
@@ -197,36 +200,76 @@ class PollStep:
                 self._chain_ended(job, message)
             self._cleanup(job)
             return
-        late = " (it completed before the cancellation took effect)" if job.state is JobState.CANCEL_REQUESTED else ""
+        began = deps.clock()
 
-        def start(current: Job) -> Job | None:
+        def start(current: Job) -> Job:
+            """``current`` moved to post-processing, dated ``began`` (unchanged unless running or cancelling)."""
             if current.state not in (JobState.RUNNING, JobState.CANCEL_REQUESTED):
-                return None
+                return current
+            late = (
+                " (it completed before the cancellation took effect)"
+                if current.state is JobState.CANCEL_REQUESTED
+                else ""
+            )
+            limit = deps.settings.pipeline.history_limit
             if status.detail and status.detail != current.detail:
                 # What happened since the last poll (a preemption, say) still deserves its line.
-                current = deps.event(current, message=status.detail, source=SOURCE)
-            return deps.event(
+                current = record(current, now=began, limit=limit, message=status.detail, source=SOURCE)
+            return record(
                 current,
+                now=began,
+                limit=limit,
                 message=f"workload finished (exit code {status.exit_code}){late}; post-processing",
                 source=SOURCE,
                 state=JobState.POSTPROCESSING,
             )
 
-        moved = deps.store.update(job.id, start, known=version)
+        if self._quick(job):
+            # One write for both moves (ADR 0016): a crash before it leaves the job running, and the
+            # next poll finds the provider's job ended again and post-processes it again.
+            self._finish(version, message, start=start, began=began)
+            return
+
+        def moving(current: Job) -> Job | None:
+            moved = start(current)
+            return None if moved is current else moved
+
+        moved = deps.store.update(job.id, moving, known=version)
         if moved.wrote:  # otherwise another delivery got there first and is finishing it
-            meter.workload_ended(job, deps.clock())
+            meter.workload_ended(job, began)
             self._finish(moved.version, message)
 
-    def _finish(self, version: Versioned, message: JobMessage) -> None:
+    def _quick(self, job: Job) -> bool:
+        """Post-processing needs no ``postprocessing`` write of its own before it (ADR 0016).
+
+        It can be re-run from the provider's status after a crash (whatever its cleanup removed), and
+        it starts no follow-on job (whose existence a client could see before the parent moved on).
+        """
+        assert job.handle is not None
+        return self._deps.service.status_outlives_cleanup(job.handle.backend) and not self._deps.processors[
+            job.workload
+        ].follow_ons(job)
+
+    def _finish(
+        self,
+        version: Versioned,
+        message: JobMessage,
+        *,
+        start: Callable[[Job], Job] | None = None,
+        began: datetime | None = None,
+    ) -> None:
+        """Post-process and end the job; ``start`` moves it to post-processing in the same write (see _quick)."""
         started = time.perf_counter()
         with tracer.step_span("postprocess", traceparent=None, job_id=version.job.id, kind=tracer.INTERNAL):
             tracer.annotate(version.job)
-            ended = self._postprocess(version, message)
+            ended = self._postprocess(version, message, start or _as_is)
         if ended:  # a duplicate delivery that found the job done is not a second post-processing
+            if start is not None and began is not None:
+                meter.workload_ended(version.job, began)
             meter.postprocessed(version.job, time.perf_counter() - started)
 
-    def _postprocess(self, version: Versioned, message: JobMessage) -> bool:
-        """Post-process; True when this call ended the job."""
+    def _postprocess(self, version: Versioned, message: JobMessage, start: Callable[[Job], Job]) -> bool:
+        """Post-process; True when this call ended the job. ``start`` is applied first in the ending write."""
         deps = self._deps
         job = version.job
         assert job.handle is not None
@@ -244,6 +287,7 @@ class PollStep:
                 source="postprocess",
                 reason=str(exc),
                 reason_class="workload",
+                before=start,
             )
             if ended:
                 self._chain_ended(job, message)
@@ -257,9 +301,9 @@ class PollStep:
         note = deps.service.cleanup(job.handle, gone[0] if gone else None)
 
         def done(current: Job) -> Job | None:
-            if current.state is not JobState.POSTPROCESSING:
+            updated = start(current)
+            if updated.state is not JobState.POSTPROCESSING:
                 return None
-            updated = current
             for line in dict.fromkeys(notes):  # once each, in order
                 updated = deps.event(updated, message=line, source="postprocess")
             updated = self._workload_lines(updated, last_lines)  # into the running band, at their own times
@@ -306,3 +350,7 @@ class PollStep:
             self._deps.service.cancel(job.handle)
         except HasteError as exc:
             log.warning("cancel of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job))
+
+
+def _as_is(job: Job) -> Job:
+    return job

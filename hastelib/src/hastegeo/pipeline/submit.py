@@ -1,20 +1,22 @@
-"""The submit step (queue ``jobs-submit``): claim the job, submit it, persist the handle, start polling.
+"""The submit step (queue ``jobs-submit``): submit the job, persist the handle, start polling.
 
-Safe to run twice for one job: the claim is an ETag write, the adapter binds
-a repeated submission to the provider job that exists, and a job that
-already has a handle only gets its poll chain re-armed.
+Safe to run twice for one job: the adapter binds a repeated submission to the
+provider job that exists, the handle is stored by an ETag write that a job
+already bound (or ended) refuses, and a job that already has a handle only gets
+its poll chain re-armed. One document write per submission: the ``submitting``
+event (dated when the submission began) and the handle go together.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.job import Job, QueuedMessage
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.deps import PipelineDeps, record
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -64,26 +66,19 @@ class SubmitStep:
         if expire(deps, job, SOURCE):
             return
 
-        version = deps.store.update(job.id, self._claim, known=version).version
-        job = version.job
-        tracer.annotate(job)
-        if job.state is not JobState.SUBMITTING:
-            return
+        # No write before the provider's submit: a crash after it leaves the job queued, the message
+        # comes back and the adapter binds the repeat to the provider job that exists (one provider
+        # job per job id). The attempt is recorded by the write that follows it: the handle's, or
+        # the failure's. See docs/adr/0016-fewer-storage-calls-per-job.md.
+        started = deps.clock()
+        attempt = job.attempts.submit + 1
         processor = deps.processors[job.workload]
         try:
             spec = processor.build_spec(job, deps.spec_inputs, deps.output_location(job.id))
             handle = deps.service.submit(job.backend, spec)
         except TransientBackendError as exc:
             cause = describe_exception(exc)
-            deps.store.update(
-                job.id,
-                lambda j: deps.event(
-                    j,
-                    message=f"submit attempt {j.attempts.submit} on {j.backend} failed, will retry: {cause}",
-                    source=SOURCE,
-                    last_error=cause,
-                ),
-            )
+            deps.store.update(job.id, lambda j: self._failed_attempt(j, attempt, cause), known=version)
             raise
         except HasteError as exc:
             cause = describe_exception(exc)
@@ -96,43 +91,63 @@ class SubmitStep:
         # whoever ends the job first can delete it. It waits out the poll delay; one that still
         # arrives before the handle is stored sends itself again (see the poll step).
         pending = self._arm_poll(job)
-        bound = deps.store.update(job.id, lambda j: self._bind(j, handle, pending), known=version)
+        bound = deps.store.update(job.id, lambda j: self._bind(j, handle, pending, started, attempt), known=version)
         job = bound.job
         if bound.wrote:
             meter.job_started(job)
             tracer.annotate(job)
+        elif job.state.terminal and job.handle is None:
+            # It ended while being submitted (cancelled while queued, or expired): nobody else knows
+            # this provider job, so stop it here.
+            self._cancel(job, handle)
         if job.state is JobState.CANCEL_REQUESTED:
-            try:
-                deps.service.cancel(handle)
-            except HasteError as exc:
-                log.warning(
-                    "cancel after submit of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job)
-                )
+            self._cancel(job, handle)
 
-    def _claim(self, job: Job) -> Job | None:
-        if job.state not in (JobState.QUEUED, JobState.SUBMITTING) or job.handle is not None:
-            return None
-        attempt = job.attempts.submit + 1
-        message = f"submitting to {job.backend}" + (f" (attempt {attempt})" if attempt > 1 else "")
+    def _failed_attempt(self, job: Job, attempt: int, cause: str) -> Job | None:
+        """A transient failure, with the attempt's count (no write before the attempt recorded it)."""
+        if job.state.terminal or job.handle is not None:
+            return None  # ended, or another delivery bound it meanwhile
         return self._deps.event(
             job,
-            message=message,
+            message=f"submit attempt {attempt} on {job.backend} failed, will retry: {cause}",
             source=SOURCE,
-            state=JobState.SUBMITTING,
-            attempts=job.attempts.model_copy(update={"submit": attempt}),
+            last_error=cause,
+            attempts=job.attempts.model_copy(update={"submit": max(attempt, job.attempts.submit)}),
         )
 
-    def _bind(self, job: Job, handle: ComputeJobHandle, pending: QueuedMessage | None) -> Job | None:
+    def _cancel(self, job: Job, handle: ComputeJobHandle) -> None:
+        try:
+            self._deps.service.cancel(handle)
+        except HasteError as exc:
+            log.warning("cancel after submit of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job))
+
+    def _bind(
+        self, job: Job, handle: ComputeJobHandle, pending: QueuedMessage | None, started: datetime, attempt: int
+    ) -> Job | None:
+        """Store the handle and move the job to running; a queued job first gets its ``submitting`` event,
+        dated when the submission began (one write for both)."""
         if job.handle is not None or job.state.terminal:
             return None
-        now = self._deps.clock()
+        deps = self._deps
+        if job.state is JobState.QUEUED:
+            attempt = max(attempt, job.attempts.submit + 1)  # a failed attempt recorded meanwhile counts
+            job = record(
+                job,
+                now=started,
+                limit=deps.settings.pipeline.history_limit,
+                message=f"submitting to {job.backend}" + (f" (attempt {attempt})" if attempt > 1 else ""),
+                source=SOURCE,
+                state=JobState.SUBMITTING,
+                attempts=job.attempts.model_copy(update={"submit": attempt}),
+            )
+        now = deps.clock()
         ids = ", ".join(f"{key}={value}" for key, value in sorted(handle.provider_ids.items()) if key != "notes")
         # What the operator should know about the submission (an environment
         # created, local code uploaded); handles stored before it had a field
         # of its own carry it in the "notes" id.
         notes = handle.notes or handle.provider_ids.get("notes")
         target = JobState.RUNNING if job.state is JobState.SUBMITTING else None
-        return self._deps.event(
+        return deps.event(
             job,
             message=f"submitted to {handle.backend} ({ids})" + (f"; {notes}" if notes else ""),
             source=SOURCE,
@@ -140,7 +155,7 @@ class SubmitStep:
             handle=handle,
             poll_message=pending,
             started_at=now,
-            deadline_at=now + timedelta(seconds=self._deps.settings.pipeline.run_deadline_s),
+            deadline_at=now + timedelta(seconds=deps.settings.pipeline.run_deadline_s),
         )
 
     def _arm_poll(self, job: Job) -> QueuedMessage | None:

@@ -1,0 +1,152 @@
+"""One document write per move (ADR 0016): what a job looks like while the submit and end steps work.
+
+The submit step stores nothing before the provider's submit (the job stays ``queued`` until the
+write that stores the handle), and a quick post-processing stores its ``postprocessing`` move
+with the end. The crash points (tests/chaos/test_crash_points.py) prove both recover; these tests
+prove the history stays truthful and what the job looks like meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeState
+from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import parse_request
+from hastegeo.processors.base import OutputAccess, PostprocessResult, Processor
+from hastegeo.runtime import Runtime
+from hastegeo.store.queues import JobMessage
+from hastegeo.utils.errors import TransientBackendError
+from tests.conftest import RuntimeFactory
+from tests.support.processors import ChainingScriptProcessor, ScriptProcessor
+
+from .conftest import drive, request
+
+pytestmark = pytest.mark.azurite
+POSTPROCESS_S = 0.3
+
+
+def watching(processor: Processor, runtime: Runtime, seen: list[JobState]) -> Processor:
+    """``processor``, noting the stored state of the job while it post-processes, and taking a while."""
+    original = processor.postprocess
+
+    def postprocess(job: Job, access: OutputAccess, output: BlobLocation) -> PostprocessResult:
+        seen.append(runtime.store.get(job.id).state)
+        time.sleep(POSTPROCESS_S)
+        return original(job, access, output)
+
+    processor.postprocess = postprocess  # type: ignore[method-assign]
+    return processor
+
+
+def run(runtime: Runtime, **fields: Any) -> Job:
+    job = runtime.acceptor.accept(parse_request(request(inputs=[], **fields))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    return drive(runtime, job.id)
+
+
+def test_quick_post_processing_is_stored_with_the_end_and_dated_when_it_began(make_runtime: RuntimeFactory) -> None:
+    runtime = make_runtime()
+    seen: list[JobState] = []
+    runtime.deps.processors["artifacts"] = watching(ScriptProcessor(), runtime, seen)
+    job = run(runtime)
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert seen == [JobState.RUNNING]  # no write of its own before post-processing
+    by_state = {event.state: event for event in job.history}
+    states = [event.state for event in job.history]
+    assert states.index(JobState.RUNNING) < states.index(JobState.POSTPROCESSING) < states.index(JobState.SUCCEEDED)
+    began, ended = by_state[JobState.POSTPROCESSING].at, by_state[JobState.SUCCEEDED].at
+    assert (ended - began).total_seconds() >= POSTPROCESS_S  # at its own time, not the write's
+    assert by_state[JobState.POSTPROCESSING].message == "workload finished (exit code 0); post-processing"
+
+
+def test_post_processing_that_starts_follow_ons_is_stored_first(make_runtime: RuntimeFactory) -> None:
+    """A client can see a follow-on job as soon as it exists: its parent is shown post-processing by then."""
+    runtime = make_runtime()
+    seen: list[JobState] = []
+    runtime.deps.processors["artifacts"] = watching(ChainingScriptProcessor(), runtime, seen)
+    job = run(runtime)
+    assert job.state is JobState.SUCCEEDED, job.reason
+    assert seen[0] is JobState.POSTPROCESSING
+    assert any(event.message.startswith("started follow-on") for event in job.history)
+
+
+def test_the_submitting_event_is_dated_when_the_submission_began(make_runtime: RuntimeFactory) -> None:
+    runtime = make_runtime()
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    original = runtime.deps.service.submit
+    seen: list[JobState] = []
+
+    def slow_submit(backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+        seen.append(runtime.store.get(spec.job_id).state)
+        time.sleep(POSTPROCESS_S)
+        return original(backend, spec)
+
+    runtime.deps.service.submit = slow_submit  # type: ignore[method-assign]
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    bound = runtime.store.get(job.id)
+    assert seen == [JobState.QUEUED]  # nothing stored before the provider's submit
+    assert [(e.state, e.message.split(" (")[0]) for e in bound.history[1:]] == [
+        (JobState.SUBMITTING, "submitting to local"),
+        (JobState.RUNNING, "submitted to local"),
+    ]
+    assert (bound.history[2].at - bound.history[1].at).total_seconds() >= POSTPROCESS_S
+    assert bound.attempts.submit == 1
+    assert drive(runtime, job.id).state is JobState.SUCCEEDED
+
+
+def test_a_job_cancelled_while_it_is_submitted_has_its_provider_job_stopped(make_runtime: RuntimeFactory) -> None:
+    """The job is still queued while the provider takes it, so a cancel then ends it at once; the
+    submit step, finding it ended when it comes to store the handle, stops the provider's job."""
+    runtime = make_runtime()
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    original = runtime.deps.service.submit
+    handles: list[ComputeJobHandle] = []
+
+    def submit_then_cancel(backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+        handles.append(original(backend, spec))
+        assert runtime.cancel.cancel(spec.job_id).state is JobState.CANCELLED
+        return handles[-1]
+
+    runtime.deps.service.submit = submit_then_cancel  # type: ignore[method-assign]
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    stored = runtime.store.get(job.id)
+    assert (stored.state, stored.handle) == (JobState.CANCELLED, None)
+    deadline = time.monotonic() + 20
+    while (status := runtime.deps.service.status(handles[0])).state is not ComputeState.CANCELLED:
+        assert time.monotonic() < deadline, f"the provider job was left {status.state.value}"
+        time.sleep(0.1)
+
+
+def test_a_failed_submit_attempt_is_counted_by_its_own_write(make_runtime: RuntimeFactory) -> None:
+    runtime = make_runtime()
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
+    original = runtime.deps.service.submit
+    calls: list[str] = []
+
+    def flaky_submit(backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+        calls.append(spec.job_id)
+        if len(calls) == 1:
+            raise TransientBackendError("ServerBusy: try again", backend=backend)
+        return original(backend, spec)
+
+    runtime.deps.service.submit = flaky_submit  # type: ignore[method-assign]
+    message = JobMessage(job_id=job.id, kind="submit")
+    with pytest.raises(TransientBackendError):
+        runtime.submit.handle(message)  # the queue redelivers it
+    failed = runtime.store.get(job.id)
+    assert (failed.state, failed.attempts.submit) == (JobState.QUEUED, 1)
+    assert failed.history[-1].message == "submit attempt 1 on local failed, will retry: ServerBusy: try again"
+    runtime.submit.handle(message)
+    bound = runtime.store.get(job.id)
+    assert (bound.state, bound.attempts.submit) == (JobState.RUNNING, 2)
+    assert [e.message.split(" (")[0] for e in bound.history[-2:]] == ["submitting to local", "submitted to local"]
+    assert bound.history[-2].message == "submitting to local (attempt 2)"
+    assert drive(runtime, job.id).state is JobState.SUCCEEDED
