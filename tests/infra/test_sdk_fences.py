@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.imports import modules_loaded_by, not_standard_library
+
 REPO = Path(__file__).resolve().parents[2]
 COMPUTE = "hastelib/src/hastegeo/compute"
 
@@ -64,26 +66,10 @@ def test_the_local_node_is_fenced_to_the_standard_library() -> None:
     assert not banned(f"{COMPUTE}/local/probe.py", "from azure.core.exceptions import AzureError\n")
 
 
-def _modules_loaded_by(code: str) -> set[str]:
-    result = subprocess.run(
-        [sys.executable, "-c", f"import sys\n{code}\nprint('\\n'.join(sys.modules))"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=True,
-    )
-    return set(result.stdout.split())
-
-
 def test_a_local_job_process_loads_the_standard_library_and_the_node_only() -> None:
     """What ``python -m hastegeo.compute.local_node.run`` imports before it runs the job's command."""
-    loaded = _modules_loaded_by("import hastegeo.compute.local_node.run") - _modules_loaded_by("")
-    own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.utils", "hastegeo.utils.files"}
-    foreign = sorted(
-        name
-        for name in loaded
-        if name.split(".")[0] not in sys.stdlib_module_names
-        and name not in own
-        and not name.startswith("hastegeo.compute.local_node")
-    )
+    loaded = not_standard_library(modules_loaded_by("import hastegeo.compute.local_node.run"))
+    own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.compute.workdir"}
+    own |= {"hastegeo.utils", "hastegeo.utils.files"}
+    foreign = sorted(name for name in loaded - own if not name.startswith("hastegeo.compute.local_node"))
     assert foreign == []

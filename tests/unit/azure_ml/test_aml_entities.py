@@ -21,7 +21,8 @@ from hastegeo.compute.azure_ml.entities import (
     job_environment,
     job_name,
 )
-from hastegeo.compute.contract import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, ComputeJobSpec
+from hastegeo.compute.contract import ComputeJobSpec
+from hastegeo.compute.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from hastegeo.utils.errors import ConfigurationError
 from tests.unit.azure_ml.aml_support import aml_settings, make_spec
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.compute import contract
+from hastegeo.compute.workdir import workdir_env
 from hastegeo.workflows.runtime import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, WorkloadError, resolve_workdir
+from tests.support.imports import modules_loaded_by, not_standard_library
 
 
 @pytest.mark.parametrize(
@@ -60,9 +61,11 @@ def test_resolve_workdir_reads_the_process_environment_by_default(monkeypatch: p
         resolve_workdir()
 
 
-def test_the_workload_runtime_and_the_backends_agree_on_both_names() -> None:
-    # The runtime imports only the standard library, so it keeps its own copy of the names.
-    assert (WORKDIR_VARIABLE, LEGACY_WORKDIR_VARIABLE) == (contract.WORKDIR_VARIABLE, contract.LEGACY_WORKDIR_VARIABLE)
+def test_the_workload_runtime_reads_the_names_the_backends_export_and_stays_standard_library() -> None:
+    # One definition for both sides (hastegeo.compute.workdir), which imports only the standard library.
+    assert workdir_env("/w") == {WORKDIR_VARIABLE: "/w", LEGACY_WORKDIR_VARIABLE: "/w"}
+    loaded = not_standard_library(modules_loaded_by("import hastegeo.workflows.runtime"))
+    assert sorted(name for name in loaded if not name.startswith("hastegeo")) == []
 
 
 # What an older image does: it sets up only the legacy variable and runs a workload through run_main.

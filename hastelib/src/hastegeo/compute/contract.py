@@ -14,8 +14,6 @@ from hastegeo.compute import fingerprint as _fingerprint
 
 Workload = Literal["imagery", "training", "inference", "embedding", "artifacts"]
 WORKLOADS: tuple[str, ...] = get_args(Workload)
-WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
-LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"  # older images read Batch's name; every backend exports both
 
 
 class _Frozen(BaseModel):

@@ -28,10 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hastegeo.compute.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from hastegeo.utils.files import write_text
 
-WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
-LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"
 PARAMS_FILE = "params.json"
 PARAMS_VARIABLE = "HASTE_PARAMS_JSON"
 

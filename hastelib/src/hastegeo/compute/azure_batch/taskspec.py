@@ -19,7 +19,8 @@ from urllib.parse import quote
 
 from azure.batch import models
 
-from hastegeo.compute.contract import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, ComputeJobSpec, InputFile
+from hastegeo.compute.contract import ComputeJobSpec, InputFile
+from hastegeo.compute.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from hastegeo.utils.errors import TerminalBackendError
 
 PARAMS_VARIABLE = "HASTE_PARAMS_JSON"

@@ -24,7 +24,8 @@ from azure.ai.ml.entities import BuildContext, Environment
 from azure.ai.ml.entities._builders.command import Command
 
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
-from hastegeo.compute.contract import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, ComputeJobSpec
+from hastegeo.compute.contract import ComputeJobSpec
+from hastegeo.compute.workdir import WORKDIR_VARIABLE, workdir_env
 from hastegeo.utils.errors import ConfigurationError
 
 # Where the workload's working directory lives inside the Azure ML container.
@@ -189,11 +190,7 @@ def build_command_job(
         code=code_dir or None,
         environment=environment,
         # Both names, as on Batch: images built before HASTE_JOB_WORKDIR read only the legacy one.
-        environment_variables={
-            **spec.env,
-            WORKDIR_VARIABLE: CONTAINER_WORKDIR,
-            LEGACY_WORKDIR_VARIABLE: CONTAINER_WORKDIR,
-        },
+        environment_variables={**spec.env, **workdir_env(CONTAINER_WORKDIR)},
         compute=compute,
         inputs=inputs,
         outputs=outputs,

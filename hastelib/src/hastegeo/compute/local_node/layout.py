@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hastegeo.compute.context import utc_now
+from hastegeo.compute.workdir import workdir_env
 from hastegeo.utils.files import read_json, write_json
 
 DEFAULT_TIME_LIMIT_S = 3600.0
@@ -139,8 +140,7 @@ class LocalLayout:
         """Start :mod:`.run` for the job in its working directory and a session of its own."""
         spec = read_json(self.job_dir(name) / "spec.json") or {}
         work = self.work(name)
-        env = {**os.environ, **(spec.get("env") or {}), "HASTE_JOB_WORKDIR": str(work)}
-        env["AZ_BATCH_TASK_WORKING_DIR"] = str(work)
+        env = {**os.environ, **(spec.get("env") or {}), **workdir_env(str(work))}
         (work / "logs").mkdir(parents=True, exist_ok=True)
         with (work / "logs" / "stdout.txt").open("ab") as out, (work / "logs" / "stderr.txt").open("ab") as err:
             return subprocess.Popen(

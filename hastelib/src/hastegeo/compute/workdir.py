@@ -1,0 +1,15 @@
+"""How every backend tells a workload where its files are: the working-directory variables.
+
+Every backend exports both names to the workload (:func:`workdir_env`, or Batch's own
+variable and a copy of it); a workload reads the first one set
+(:func:`hastegeo.workflows.runtime.resolve_workdir`). Standard library only: a local
+job's process and every workload image import it.
+"""
+
+WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
+LEGACY_WORKDIR_VARIABLE = "AZ_BATCH_TASK_WORKING_DIR"  # images built before HASTE_JOB_WORKDIR read only Batch's name
+
+
+def workdir_env(path: str) -> dict[str, str]:
+    """Both names, set to ``path``."""
+    return {WORKDIR_VARIABLE: path, LEGACY_WORKDIR_VARIABLE: path}
