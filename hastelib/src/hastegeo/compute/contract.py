@@ -142,9 +142,6 @@ class ComputeBackend(abc.ABC):
     # Copy an ended job's outputs/** and logs/** to its blob prefix, where the provider does not.
     def collect_outputs(self, handle: ComputeJobHandle) -> None: ...
 
-    # ``path``'s bytes exactly as this backend copied them to blob storage, when it can vouch; None: read the blob.
-    def uploaded_copy(self, handle: ComputeJobHandle, path: str) -> bytes | None: ...
-
     # A growing file's bytes from ``offset`` on, when cheap to serve; None: follow it by blob instead.
     def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None: ...
 

@@ -130,13 +130,6 @@ class ExecutionService:
             return served
         return ServedOutput(path, data, reason, from_blob=True)
 
-    def uploaded_copy(self, handle: ComputeJobHandle, path: str) -> bytes | None:
-        """``path`` as the backend uploaded it to the blob copy, if it can vouch for the bytes; else None."""
-        try:
-            return self._adapter(handle.backend).uploaded_copy(handle, path)
-        except HasteError:
-            return None
-
     def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
         """New bytes of a growing file, if the backend can serve them cheaply; else None."""
         try:

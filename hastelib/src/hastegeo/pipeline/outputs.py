@@ -35,9 +35,6 @@ class OutputReader:
 
         Blob reads are cached for the life of the access: checks read the same
         small files more than once (the manifest, then a workload's own check).
-        A backend that uploaded the files itself (local) serves the bytes it
-        uploaded, checked against the digest it recorded then, instead of a
-        read of the blob it has just written.
         """
         container = self._blobs.get_container_client(handle.output.container)
 
@@ -51,13 +48,10 @@ class OutputReader:
 
         def read_blob(path: str) -> bytes | None:
             if path not in cache:
-                data = self._service.uploaded_copy(handle, path)
-                if data is None:
-                    try:
-                        data = container.download_blob(handle.output.child(path)).readall()
-                    except ResourceNotFoundError:
-                        data = None
-                cache[path] = data
+                try:
+                    cache[path] = container.download_blob(handle.output.child(path)).readall()
+                except ResourceNotFoundError:
+                    cache[path] = None
             return cache[path]
 
         unreadable: dict[str, str] = {}  # path → why neither copy could be read (both causes)

@@ -25,7 +25,6 @@ stage again), or by ``status`` when the workload is gone without one (ADR 0015).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import shutil
@@ -187,19 +186,7 @@ class LocalBackend(ComputeBackend):
                 raise TransientBackendError(
                     f"uploading outputs failed: {describe_exception(exc)}", backend=self.name
                 ) from exc
-            # What was uploaded, so post-processing can check these bytes instead of reading the blobs back.
-            uploaded = {path.relative_to(work).as_posix(): _digest(path) for path, _ in files}
-            write_json(state / "uploaded", {"files": uploaded})
-
-    def uploaded_copy(self, handle: ComputeJobHandle, path: str) -> bytes | None:
-        """The working file ``path`` while it still holds exactly the bytes uploaded (size and sha256 as
-        recorded at upload), so post-processing need not read back what this machine just wrote."""
-        done = read_json(self._layout.state(self._name(handle)) / "uploaded") or {}
-        record = (done.get("files") or {}).get(path)
-        data = self.read_output_tail(handle, path, 0, limit=-1) if isinstance(record, dict) else None
-        if data is None or record != {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}:
-            return None
-        return data
+            (state / "uploaded").touch()
 
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
         """The file from the job's working directory (this machine); no data when it is not there."""
@@ -355,12 +342,3 @@ def create(context: BackendContext) -> LocalBackend:
     slots = settings.slots or os.cpu_count() or 1
     python = settings.python or sys.executable
     return LocalBackend(context, root, slots, python)
-
-
-def _digest(path: Path) -> dict[str, object]:
-    """Size and sha256 of a file, read in chunks (outputs can be large)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as data:
-        for chunk in iter(lambda: data.read(1 << 20), b""):
-            digest.update(chunk)
-    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
