@@ -69,7 +69,7 @@ def test_the_local_node_is_fenced_to_the_standard_library() -> None:
 def test_a_local_job_process_loads_the_standard_library_and_the_node_only() -> None:
     """What ``python -m hastegeo.compute.local_node.run`` imports before it runs the job's command."""
     loaded = not_standard_library(modules_loaded_by("import hastegeo.compute.local_node.run"))
-    own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.compute.workdir"}
+    own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.workdir"}
     own |= {"hastegeo.utils", "hastegeo.utils.files"}
     foreign = sorted(name for name in loaded - own if not name.startswith("hastegeo.compute.local_node"))
     assert foreign == []

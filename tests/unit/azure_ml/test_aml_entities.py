@@ -22,8 +22,8 @@ from hastegeo.compute.azure_ml.entities import (
     job_name,
 )
 from hastegeo.compute.contract import ComputeJobSpec
-from hastegeo.compute.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from hastegeo.utils.errors import ConfigurationError
+from hastegeo.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from tests.unit.azure_ml.aml_support import aml_settings, make_spec
 
 DS = "azureml://datastores"

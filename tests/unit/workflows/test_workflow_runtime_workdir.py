@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.compute.workdir import workdir_env
+from hastegeo.workdir import workdir_env
 from hastegeo.workflows.runtime import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, WorkloadError, resolve_workdir
 from tests.support.imports import modules_loaded_by, not_standard_library
 
@@ -62,7 +62,7 @@ def test_resolve_workdir_reads_the_process_environment_by_default(monkeypatch: p
 
 
 def test_the_workload_runtime_reads_the_names_the_backends_export_and_stays_standard_library() -> None:
-    # One definition for both sides (hastegeo.compute.workdir), which imports only the standard library.
+    # One definition for both sides (hastegeo.workdir), which imports only the standard library.
     assert workdir_env("/w") == {WORKDIR_VARIABLE: "/w", LEGACY_WORKDIR_VARIABLE: "/w"}
     loaded = not_standard_library(modules_loaded_by("import hastegeo.workflows.runtime"))
     assert sorted(name for name in loaded if not name.startswith("hastegeo")) == []

@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hastegeo.compute.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from hastegeo.utils.files import write_text
+from hastegeo.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 
 PARAMS_FILE = "params.json"
 PARAMS_VARIABLE = "HASTE_PARAMS_JSON"

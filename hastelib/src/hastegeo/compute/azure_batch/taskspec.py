@@ -20,8 +20,8 @@ from urllib.parse import quote
 from azure.batch import models
 
 from hastegeo.compute.contract import ComputeJobSpec, InputFile
-from hastegeo.compute.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from hastegeo.utils.errors import TerminalBackendError
+from hastegeo.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 
 PARAMS_VARIABLE = "HASTE_PARAMS_JSON"
 FINGERPRINT_VARIABLE = "HASTE_SUBMISSION"

@@ -25,8 +25,8 @@ from azure.ai.ml.entities._builders.command import Command
 
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
 from hastegeo.compute.contract import ComputeJobSpec
-from hastegeo.compute.workdir import WORKDIR_VARIABLE, workdir_env
 from hastegeo.utils.errors import ConfigurationError
+from hastegeo.workdir import WORKDIR_VARIABLE, workdir_env
 
 # Where the workload's working directory lives inside the Azure ML container.
 CONTAINER_WORKDIR = "/tmp/haste-job"  # noqa: S108 - a per-job container path, not a shared host temp dir

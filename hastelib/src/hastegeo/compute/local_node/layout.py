@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from hastegeo.compute.context import utc_now
-from hastegeo.compute.workdir import workdir_env
 from hastegeo.utils.files import read_json, write_json
+from hastegeo.workdir import workdir_env
 
 DEFAULT_TIME_LIMIT_S = 3600.0
 UNRECORDED = (

@@ -2,8 +2,9 @@
 
 Every backend exports both names to the workload (:func:`workdir_env`, or Batch's own
 variable and a copy of it); a workload reads the first one set
-(:func:`hastegeo.workflows.runtime.resolve_workdir`). Standard library only: a local
-job's process and every workload image import it.
+(:func:`hastegeo.workflows.runtime.resolve_workdir`). Outside ``hastegeo.compute`` and
+standard library only: a workload's launcher imports it and must not load the adapters,
+and so does every local job's process.
 """
 
 WORKDIR_VARIABLE = "HASTE_JOB_WORKDIR"
