@@ -9,6 +9,7 @@ prove the history stays truthful and what the job looks like meanwhile.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,6 +29,18 @@ from .conftest import drive, request
 
 pytestmark = pytest.mark.azurite
 POSTPROCESS_S = 0.3
+Submit = Callable[[str, ComputeJobSpec], ComputeJobHandle]
+
+
+def accepted_with_submit(
+    runtime: Runtime, around: Callable[[Submit, str, ComputeJobSpec], ComputeJobHandle], **fields: Any
+) -> Job:
+    """Accept a job whose provider submit goes through ``around(original, backend, spec)``."""
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    job = runtime.acceptor.accept(parse_request(request(inputs=[], **fields))).job
+    original = runtime.deps.service.submit
+    runtime.deps.service.submit = lambda backend, spec: around(original, backend, spec)  # type: ignore[method-assign]
+    return job
 
 
 def watching(processor: Processor, runtime: Runtime, seen: list[JobState]) -> Processor:
@@ -43,18 +56,20 @@ def watching(processor: Processor, runtime: Runtime, seen: list[JobState]) -> Pr
     return processor
 
 
-def run(runtime: Runtime, **fields: Any) -> Job:
-    job = runtime.acceptor.accept(parse_request(request(inputs=[], **fields))).job
+def succeeded_watching(make_runtime: RuntimeFactory, processor: Processor) -> tuple[Job, list[JobState]]:
+    """Run one job to success through ``processor``; the job and the states stored while it post-processed."""
+    runtime = make_runtime()
+    seen: list[JobState] = []
+    runtime.deps.processors["artifacts"] = watching(processor, runtime, seen)
+    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
     runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
-    return drive(runtime, job.id)
+    job = drive(runtime, job.id)
+    assert job.state is JobState.SUCCEEDED, job.reason
+    return job, seen
 
 
 def test_quick_post_processing_is_stored_with_the_end_and_dated_when_it_began(make_runtime: RuntimeFactory) -> None:
-    runtime = make_runtime()
-    seen: list[JobState] = []
-    runtime.deps.processors["artifacts"] = watching(ScriptProcessor(), runtime, seen)
-    job = run(runtime)
-    assert job.state is JobState.SUCCEEDED, job.reason
+    job, seen = succeeded_watching(make_runtime, ScriptProcessor())
     assert seen == [JobState.RUNNING]  # no write of its own before post-processing
     by_state = {event.state: event for event in job.history}
     states = [event.state for event in job.history]
@@ -66,28 +81,21 @@ def test_quick_post_processing_is_stored_with_the_end_and_dated_when_it_began(ma
 
 def test_post_processing_that_starts_follow_ons_is_stored_first(make_runtime: RuntimeFactory) -> None:
     """A client can see a follow-on job as soon as it exists: its parent is shown post-processing by then."""
-    runtime = make_runtime()
-    seen: list[JobState] = []
-    runtime.deps.processors["artifacts"] = watching(ChainingScriptProcessor(), runtime, seen)
-    job = run(runtime)
-    assert job.state is JobState.SUCCEEDED, job.reason
+    job, seen = succeeded_watching(make_runtime, ChainingScriptProcessor())
     assert seen[0] is JobState.POSTPROCESSING
     assert any(event.message.startswith("started follow-on") for event in job.history)
 
 
 def test_the_submitting_event_is_dated_when_the_submission_began(make_runtime: RuntimeFactory) -> None:
     runtime = make_runtime()
-    runtime.deps.processors["artifacts"] = ScriptProcessor()
-    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
-    original = runtime.deps.service.submit
     seen: list[JobState] = []
 
-    def slow_submit(backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+    def slow_submit(original: Submit, backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
         seen.append(runtime.store.get(spec.job_id).state)
         time.sleep(POSTPROCESS_S)
         return original(backend, spec)
 
-    runtime.deps.service.submit = slow_submit  # type: ignore[method-assign]
+    job = accepted_with_submit(runtime, slow_submit)
     runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
     bound = runtime.store.get(job.id)
     assert seen == [JobState.QUEUED]  # nothing stored before the provider's submit
@@ -104,17 +112,14 @@ def test_a_job_cancelled_while_it_is_submitted_has_its_provider_job_stopped(make
     """The job is still queued while the provider takes it, so a cancel then ends it at once; the
     submit step, finding it ended when it comes to store the handle, stops the provider's job."""
     runtime = make_runtime()
-    runtime.deps.processors["artifacts"] = ScriptProcessor()
-    job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
-    original = runtime.deps.service.submit
     handles: list[ComputeJobHandle] = []
 
-    def submit_then_cancel(backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+    def submit_then_cancel(original: Submit, backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
         handles.append(original(backend, spec))
         assert runtime.cancel.cancel(spec.job_id).state is JobState.CANCELLED
         return handles[-1]
 
-    runtime.deps.service.submit = submit_then_cancel  # type: ignore[method-assign]
+    job = accepted_with_submit(runtime, submit_then_cancel, parameters={"sleep": 30})
     runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
     stored = runtime.store.get(job.id)
     assert (stored.state, stored.handle) == (JobState.CANCELLED, None)
@@ -126,18 +131,15 @@ def test_a_job_cancelled_while_it_is_submitted_has_its_provider_job_stopped(make
 
 def test_a_failed_submit_attempt_is_counted_by_its_own_write(make_runtime: RuntimeFactory) -> None:
     runtime = make_runtime()
-    runtime.deps.processors["artifacts"] = ScriptProcessor()
-    job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
-    original = runtime.deps.service.submit
     calls: list[str] = []
 
-    def flaky_submit(backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+    def flaky_submit(original: Submit, backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
         calls.append(spec.job_id)
         if len(calls) == 1:
             raise TransientBackendError("ServerBusy: try again", backend=backend)
         return original(backend, spec)
 
-    runtime.deps.service.submit = flaky_submit  # type: ignore[method-assign]
+    job = accepted_with_submit(runtime, flaky_submit)
     message = JobMessage(job_id=job.id, kind="submit")
     with pytest.raises(TransientBackendError):
         runtime.submit.handle(message)  # the queue redelivers it
