@@ -36,7 +36,7 @@ from hastegeo.config import load_settings
 from hastegeo.runtime import ensure_storage, reset_runtime
 from hastegeo_dev.devhost.host import DevHost
 from tests.bench import thread_profile
-from tests.bench.pipeline_bench import patiently
+from tests.bench.pipeline_bench import bench_stack, patiently
 
 BENCH = Path(thread_profile.__file__).parent
 GROUPS = ("host (HTTP + functions)", "host queue workers", "jobs (local backend)", "azurite", "bench client")
@@ -90,12 +90,7 @@ def totals(seen: dict[int, tuple[str, float]]) -> dict[str, float]:
 
 
 def run(jobs: int, concurrency: int, workdir: Path, profile: bool) -> dict[str, Any]:
-    settings = {
-        "FUNCTIONS_WORKER_PROCESS_COUNT": os.environ.get("BENCH_WORKERS", "2"),
-        "HASTE_LOCAL_SLOTS": "8",
-        "HASTE_POLL_INITIAL_S": "5",
-        "HASTE_POLL_MAX_S": "30",
-    }
+    settings = bench_stack(8)
     if profile:
         settings["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(BENCH / "profiling_site"), str(BENCH.parents[1]), os.environ.get("PYTHONPATH")])

@@ -32,6 +32,7 @@ from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo.cli.stack import LocalStack
 from hastegeo.store.jobs import JobStore
 from tests.bench import storage_calls
+from tests.bench.pipeline_bench import bench_stack
 
 BENCH = Path(storage_calls.__file__).parent
 
@@ -60,19 +61,16 @@ def host_rss_mb(stack: LocalStack) -> float:
 
 
 def run(jobs: int, rate: float, burst: int, workdir: Path) -> dict[str, Any]:
-    settings = {
-        "FUNCTIONS_WORKER_PROCESS_COUNT": os.environ.get("BENCH_WORKERS", "2"),
-        "HASTE_LOCAL_SLOTS": "8",
-        "HASTE_POLL_INITIAL_S": "5",
-        "HASTE_POLL_MAX_S": "30",
-        "HASTE_SUBMIT_RATE_PER_S": str(rate),
-        "HASTE_SUBMIT_BURST": str(burst),
+    settings = bench_stack(
+        8,
+        HASTE_SUBMIT_RATE_PER_S=str(rate),
+        HASTE_SUBMIT_BURST=str(burst),
         # Every process the stack starts counts its storage calls into calls/.
-        "PYTHONPATH": os.pathsep.join(
+        PYTHONPATH=os.pathsep.join(
             filter(None, [str(BENCH / "counting_site"), str(BENCH.parents[1]), os.environ.get("PYTHONPATH")])
         ),
-        "HASTE_BENCH_CALLS_DIR": str(workdir / "calls"),
-    }
+        HASTE_BENCH_CALLS_DIR=str(workdir / "calls"),
+    )
     (workdir / "calls").mkdir(parents=True, exist_ok=True)
     with LocalStack(workdir, settings=settings) as stack:
         blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)

@@ -80,14 +80,19 @@ def ts(value: str) -> float:
     return datetime.fromisoformat(value).timestamp()
 
 
-def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off") -> dict[str, Any]:
-    settings = {
-        "HASTE_OTEL_EXPORT": export,
+def bench_stack(slots: int, **extra: str) -> dict[str, str]:
+    """The development stack every bench starts: its worker processes, local slots and poll back-off."""
+    return {
         "FUNCTIONS_WORKER_PROCESS_COUNT": os.environ.get("BENCH_WORKERS", "2"),
-        "HASTE_LOCAL_SLOTS": str(concurrency),
+        "HASTE_LOCAL_SLOTS": str(slots),
         "HASTE_POLL_INITIAL_S": os.environ.get("BENCH_POLL_INITIAL_S", "5"),
         "HASTE_POLL_MAX_S": os.environ.get("BENCH_POLL_MAX_S", "30"),
+        **extra,
     }
+
+
+def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off") -> dict[str, Any]:
+    settings = bench_stack(concurrency, HASTE_OTEL_EXPORT=export)
     with LocalStack(workdir, settings=settings) as stack:
         blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
         stack_settings = load_settings(stack.env)
