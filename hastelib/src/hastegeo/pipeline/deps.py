@@ -56,11 +56,20 @@ class PipelineDeps:
     def output_location(self, job_id: str) -> BlobLocation:
         return BlobLocation(container=self.settings.storage.outputs_container, path=f"jobs/{job_id}")
 
-    def event(self, job: Job, message: str, source: str, state: JobState | None = None, **fields: Any) -> Job:
-        """:func:`record` with this pipeline's clock and history limit."""
+    def event(
+        self,
+        job: Job,
+        message: str,
+        source: str,
+        state: JobState | None = None,
+        *,
+        at: datetime | None = None,
+        **fields: Any,
+    ) -> Job:
+        """:func:`record` with this pipeline's history limit, at ``at`` (a step's start) or now."""
         return record(
             job,
-            now=self.clock(),
+            now=at or self.clock(),
             limit=self.settings.pipeline.history_limit,
             message=message,
             source=source,

@@ -24,7 +24,7 @@ from hastegeo.models.job import Job, JobRequest, QueuedMessage
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PipelineDeps, ended_job, record
+from hastegeo.pipeline.deps import PipelineDeps, ended_job
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
 from hastegeo.processors.base import PostprocessError
@@ -211,17 +211,15 @@ class PollStep:
                 if current.state is JobState.CANCEL_REQUESTED
                 else ""
             )
-            limit = deps.settings.pipeline.history_limit
             if status.detail and status.detail != current.detail:
                 # What happened since the last poll (a preemption, say) still deserves its line.
-                current = record(current, now=began, limit=limit, message=status.detail, source=SOURCE)
-            return record(
+                current = deps.event(current, status.detail, SOURCE, at=began)
+            return deps.event(
                 current,
-                now=began,
-                limit=limit,
-                message=f"workload finished (exit code {status.exit_code}){late}; post-processing",
-                source=SOURCE,
-                state=JobState.POSTPROCESSING,
+                f"workload finished (exit code {status.exit_code}){late}; post-processing",
+                SOURCE,
+                JobState.POSTPROCESSING,
+                at=began,
             )
 
         if self._quick(job):

@@ -16,7 +16,7 @@ from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.job import Job, QueuedMessage
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PipelineDeps, record
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -131,13 +131,12 @@ class SubmitStep:
         deps = self._deps
         if job.state is JobState.QUEUED:
             attempt = max(attempt, job.attempts.submit + 1)  # a failed attempt recorded meanwhile counts
-            job = record(
+            job = deps.event(
                 job,
-                now=started,
-                limit=deps.settings.pipeline.history_limit,
                 message=f"submitting to {job.backend}" + (f" (attempt {attempt})" if attempt > 1 else ""),
                 source=SOURCE,
                 state=JobState.SUBMITTING,
+                at=started,
                 attempts=job.attempts.model_copy(update={"submit": attempt}),
             )
         now = deps.clock()
