@@ -204,6 +204,7 @@ def test_provider_outage_longer_than_the_retry_budget(own_azurite: Azurite, tmp_
         assert len(notes) == 1, notes  # said once, not once per poll
         assert notes[0].startswith("status check failed, will retry: reading Batch task")
         assert notes[0].endswith("ServerBusy: ServerBusy (injected)")
+        assert during.last_error == notes[0]
         clock.advance(600)
         runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=runtime.store.get(job.id).poll_seq))
         final = runtime.store.get(job.id)

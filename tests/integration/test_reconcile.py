@@ -13,7 +13,7 @@ from typing import ClassVar
 import pytest
 
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeStatus
 from hastegeo.compute.descriptor import BackendDescriptor
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local.adapter import create as create_local
@@ -25,7 +25,7 @@ from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
-from hastegeo.utils.errors import TerminalBackendError
+from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ScriptProcessor
 
@@ -134,20 +134,75 @@ def test_a_job_whose_files_never_reach_storage_says_why_at_its_deadline(
     assert "ContainerNotFound" in failed.reason
 
 
-def test_a_deadline_reason_does_not_quote_an_error_the_job_got_past(clocked: tuple[Runtime, Clock]) -> None:
+def failing_submits(runtime: Runtime, failures: int) -> list[str]:
+    """Make the provider's submit fail transiently ``failures`` times, then work; returns the calls' job ids."""
+    original = runtime.deps.service.submit
+    calls: list[str] = []
+
+    def submit(backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
+        calls.append(spec.job_id)
+        if len(calls) <= failures:
+            raise TransientBackendError("ServerBusy: try again later", backend=backend)
+        return original(backend, spec)
+
+    runtime.deps.service.submit = submit  # type: ignore[method-assign]
+    return calls
+
+
+def test_a_job_stuck_on_a_failing_submit_says_why_at_its_deadline(clocked: tuple[Runtime, Clock]) -> None:
     runtime, clock = clocked
+    failing_submits(runtime, failures=10)
     job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
-    runtime.store.update(
-        job.id,
-        lambda j: runtime.deps.event(
-            j, "submit failed, will retry: X", "submit", last_error="submit failed, will retry: X"
-        ),
-    )
-    runtime.store.update(job.id, lambda j: runtime.deps.event(j, "something went right since", "submit"))
+    with pytest.raises(TransientBackendError):
+        runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
     clock.advance(runtime.settings.pipeline.queued_deadline_s + 1)
     assert runtime.reconcile.run().expired == [job.id]
     limit = runtime.settings.pipeline.queued_deadline_s
-    assert runtime.store.get(job.id).reason == f"was not submitted before its deadline ({limit}s)"
+    assert runtime.store.get(job.id).reason == (
+        f"was not submitted before its deadline ({limit}s); the last attempt failed: ServerBusy: try again later"
+    )
+
+
+def test_a_deadline_reason_does_not_quote_an_error_the_job_got_past(clocked: tuple[Runtime, Clock]) -> None:
+    runtime, clock = clocked
+    failing_submits(runtime, failures=1)
+    job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    message = JobMessage(job_id=job.id, kind="submit")
+    with pytest.raises(TransientBackendError):
+        runtime.submit.handle(message)
+    assert runtime.store.get(job.id).last_error == "ServerBusy: try again later"
+    runtime.submit.handle(message)  # the redelivery works
+    assert runtime.store.get(job.id).last_error is None
+    clock.advance(runtime.settings.pipeline.run_deadline_s + 1)
+    assert runtime.reconcile.run().expired == [job.id]
+    limit = runtime.settings.pipeline.run_deadline_s
+    assert runtime.store.get(job.id).reason == f"did not finish before its deadline ({limit}s)"
+
+
+def test_a_status_check_that_works_again_clears_the_retried_error(clocked: tuple[Runtime, Clock]) -> None:
+    runtime, _ = clocked
+    job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    original = runtime.deps.service.status
+    failures = [TransientBackendError("ServerBusy: the status is not readable now", backend="local")]
+
+    def status(handle: ComputeJobHandle) -> ComputeStatus:
+        if failures:
+            raise failures.pop()
+        return original(handle)
+
+    runtime.deps.service.status = status  # type: ignore[method-assign]
+    poll = JobMessage(job_id=job.id, kind="nudge")
+    runtime.poll.handle(poll)
+    assert (
+        runtime.store.get(job.id).last_error
+        == "status check failed, will retry: ServerBusy: the status is not readable now"
+    )
+    runtime.poll.handle(poll)
+    recovered = runtime.store.get(job.id)
+    assert (recovered.state, recovered.last_error) == (JobState.RUNNING, None)
+    assert recovered.handle is not None
+    runtime.deps.service.cancel(recovered.handle)
 
 
 def test_a_provider_job_whose_record_ended_is_cancelled(clocked: tuple[Runtime, Clock], tmp_path: Path) -> None:

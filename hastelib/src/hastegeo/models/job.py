@@ -144,7 +144,10 @@ class Job(_Model):
     handle: ComputeJobHandle | None = None
     outputs: list[OutputRecord] = Field(default_factory=list)
     reason: str | None = Field(None, description="Readable cause of a failure or cancellation.")
-    last_error: str | None = Field(None, description="The latest retried error, shown if the job gives up.")
+    last_error: str | None = Field(
+        None,
+        description="The latest retried error while a step keeps failing (cleared once it succeeds).",
+    )
     progress: float | None = None
     detail: str | None = Field(None, description="The provider's latest readable note, for change detection.")
     created_at: datetime

@@ -29,17 +29,13 @@ EXPIRY_REASONS = {
 def expiry_reason(job: Job) -> str:
     """``<what did not happen> before its deadline (<limit>s)``, the limit counted from when it applied.
 
-    When the job was stuck on a retried error (the latest line of its history is that error, so
-    nothing went right since), the reason says so: "did not finish" alone would hide that the
-    workload ended long ago and its outputs never reached storage, or that the provider stopped
-    answering.
+    When the job was stuck on a retried error (``last_error``: the steps clear it once they get
+    past it), the reason says so: "did not finish" alone would hide that the workload ended long
+    ago and its outputs never reached storage, or that the provider stopped answering.
     """
     limit = int((job.deadline_at - (job.started_at or job.created_at)).total_seconds())
     reason = f"{EXPIRY_REASONS[job.state]} ({limit}s)"
-    stuck = clean_message(job.last_error) if job.last_error else None
-    if stuck and job.history and job.history[-1].message == stuck:
-        return f"{reason}; the last attempt failed: {stuck}"
-    return reason
+    return f"{reason}; the last attempt failed: {clean_message(job.last_error)}" if job.last_error else reason
 
 
 def expire(deps: PipelineDeps, job: Job, source: str) -> bool:

@@ -113,9 +113,10 @@ class PollStep:
             advance = chain and current.poll_seq == seq
             changed = note != current.detail or status.progress != current.progress
             fresh = lines if current.progress_offset == job.progress_offset else []  # else another poll copied them
-            if not advance and not changed and not fresh:
+            recovered = current.last_error is not None  # this status check worked: the retried error is past
+            if not advance and not changed and not fresh and not recovered:
                 return None
-            updates: dict[str, Any] = {"detail": note, "progress": status.progress}
+            updates: dict[str, Any] = {"detail": note, "progress": status.progress, "last_error": None}
             if advance:
                 updates["poll_seq"] = seq + 1
                 updates["poll_message"] = pending

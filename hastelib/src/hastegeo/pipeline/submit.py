@@ -152,6 +152,7 @@ class SubmitStep:
             source=SOURCE,
             state=target,
             handle=handle,
+            last_error=None,  # submitted: an earlier attempt's error is past
             poll_message=pending,
             started_at=now,
             deadline_at=now + timedelta(seconds=deps.settings.pipeline.run_deadline_s),
