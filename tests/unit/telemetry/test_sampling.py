@@ -158,3 +158,20 @@ def test_a_bad_sampler_installs_nothing_in_a_fresh_process(tmp_path: object) -> 
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert result.stdout.startswith("ProxyTracerProvider OTEL_TRACES_SAMPLER='sometimes'"), result.stdout
+
+
+def test_a_dropped_storage_request_keeps_its_parents_trace_state() -> None:
+    """Vendors carry state in ``tracestate``; a dropped child must hand it on, not lose it."""
+    with recorded({}) as (tracer, spans):
+        carrier = {"traceparent": UPSTREAM_SAMPLED, "tracestate": "vendor=kept"}
+        context = TraceContextTextMapPropagator().extract(carrier)
+        with (
+            tracer.start_as_current_span("submit", context=context, kind=SpanKind.CONSUMER),
+            tracer.start_as_current_span("BlobClient.upload_blob") as call,
+        ):
+            dropped = tracer.start_span("PUT", kind=SpanKind.CLIENT)
+            dropped.end()
+    assert not dropped.is_recording()
+    assert dropped.get_span_context().trace_state == call.get_span_context().trace_state
+    assert dropped.get_span_context().trace_state.get("vendor") == "kept"
+    assert "PUT" not in {span.name for span in spans}

@@ -4,7 +4,7 @@
   ``OTEL_TRACES_SAMPLER`` choice) says; inside a trace the parent decides.
 - :class:`QuietStorageHttp` drops the per-request HTTP span under a storage SDK
   call (``BlobClient.upload_blob`` → ``PUT``). The pipeline's own bookkeeping
-  (job documents, queue messages, outputs) makes ~18 such calls a job; the SDK
+  (job documents, queue messages, outputs) makes ~19 such calls a job; the SDK
   method span already names the call, its duration and its error, so the HTTP
   child doubled the spans a job costs for little. Provider calls (Batch, Azure
   ML) keep their HTTP spans: their retries and status codes are what an
@@ -25,7 +25,6 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
     ALWAYS_ON,
-    Decision,
     ParentBased,
     Sampler,
     SamplingResult,
@@ -54,17 +53,11 @@ SAMPLER_NAMES = (
 STORAGE_CLIENTS = ("BlobClient.", "ContainerClient.", "BlobServiceClient.", "QueueClient.", "QueueServiceClient.")
 
 
-class StepRoots(Sampler):
-    """Start traces only at steps and requests, as ``root`` decides (use as ``ParentBased(root=StepRoots())``).
+class _Choosing(Sampler):
+    """Hands each decision to the sampler :meth:`choose` picks for the span about to start."""
 
-    A storage call outside any step (the development host polling its queues
-    every second) would otherwise be a trace of its own, many a minute. Steps
-    and requests are server and consumer spans; the reconciler's run is the
-    one internal root. Inside a trace, the parent decides.
-    """
-
-    def __init__(self, root: Sampler = ALWAYS_ON) -> None:
-        self._root = root
+    def choose(self, parent_context: Context | None, name: str, kind: SpanKind | None) -> Sampler:
+        raise NotImplementedError
 
     def should_sample(
         self,
@@ -76,10 +69,25 @@ class StepRoots(Sampler):
         links: Sequence[Link] | None = None,
         trace_state: TraceState | None = None,
     ) -> SamplingResult:
-        chosen = kind in (SpanKind.SERVER, SpanKind.CONSUMER) or name == "reconcile"
-        return (self._root if chosen else ALWAYS_OFF).should_sample(
-            parent_context, trace_id, name, kind, attributes, links, trace_state
-        )
+        chosen = self.choose(parent_context, name, kind)
+        return chosen.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+
+class StepRoots(_Choosing):
+    """Start traces only at steps and requests, as ``root`` decides (use as ``ParentBased(root=StepRoots())``).
+
+    A storage call outside any step (the development host polling its queues
+    every second) would otherwise be a trace of its own, many a minute. Steps
+    and requests are server and consumer spans; the reconciler's run is the
+    one internal root. Inside a trace, the parent decides.
+    """
+
+    def __init__(self, root: Sampler = ALWAYS_ON) -> None:
+        self._root = root
+
+    def choose(self, parent_context: Context | None, name: str, kind: SpanKind | None) -> Sampler:
+        step = kind in (SpanKind.SERVER, SpanKind.CONSUMER) or name == "reconcile"
+        return self._root if step else ALWAYS_OFF
 
     def get_description(self) -> str:
         return f"StepRoots{{{self._root.get_description()}}}"
@@ -93,26 +101,15 @@ def is_storage_http(parent_context: Context | None, kind: SpanKind | None) -> bo
     return isinstance(parent_name, str) and parent_name.startswith(STORAGE_CLIENTS)
 
 
-class QuietStorageHttp(Sampler):
-    """``delegate``'s decision, except that a storage SDK call's HTTP span is dropped (its parent stays)."""
+class QuietStorageHttp(_Choosing):
+    """``delegate``'s decision, except that a storage SDK call's HTTP span is dropped (its parent stays;
+    ``ALWAYS_OFF`` keeps the parent's trace state)."""
 
     def __init__(self, delegate: Sampler) -> None:
         self._delegate = delegate
 
-    def should_sample(
-        self,
-        parent_context: Context | None,
-        trace_id: int,
-        name: str,
-        kind: SpanKind | None = None,
-        attributes: Attributes = None,
-        links: Sequence[Link] | None = None,
-        trace_state: TraceState | None = None,
-    ) -> SamplingResult:
-        if is_storage_http(parent_context, kind):
-            parent = trace.get_current_span(parent_context).get_span_context()
-            return SamplingResult(Decision.DROP, trace_state=parent.trace_state if parent.is_valid else trace_state)
-        return self._delegate.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+    def choose(self, parent_context: Context | None, name: str, kind: SpanKind | None) -> Sampler:
+        return ALWAYS_OFF if is_storage_http(parent_context, kind) else self._delegate
 
     def get_description(self) -> str:
         return f"QuietStorageHttp{{{self._delegate.get_description()}}}"
