@@ -70,6 +70,6 @@ def test_a_local_job_process_loads_the_standard_library_and_the_node_only() -> N
     """What ``python -m hastegeo.compute.local_node.run`` imports before it runs the job's command."""
     loaded = not_standard_library(modules_loaded_by("import hastegeo.compute.local_node.run"))
     own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.workdir"}
-    own |= {"hastegeo.utils", "hastegeo.utils.files"}
+    own |= {"hastegeo.utils", "hastegeo.utils.files", "hastegeo.utils.priority"}
     foreign = sorted(name for name in loaded - own if not name.startswith("hastegeo.compute.local_node"))
     assert foreign == []

@@ -50,12 +50,12 @@ def own_azurite(tmp_path: Path) -> Iterator[Azurite]:
 
 
 def make_backend(
-    connection_string: str, root: Path, retry: ExponentialRetry | None = None, slots: int = 2
+    connection_string: str, root: Path, retry: ExponentialRetry | None = None, slots: int = 2, niceness: int = 0
 ) -> LocalBackend:
     settings = load_settings({"AzureWebJobsStorage": connection_string, "HASTE_LOCAL_ROOT": str(root)})
     blobs = BlobServiceClient.from_connection_string(connection_string)
     context = BackendContext(settings=settings, blob_service=blobs, transfer_blobs=transfer_client(blobs, retry))
-    return LocalBackend(context, root, slots, sys.executable)
+    return LocalBackend(context, root, slots, sys.executable, niceness)
 
 
 def spec(name: str, entrypoint: tuple[str, ...], inputs: tuple[InputFile, ...] = ()) -> ComputeJobSpec:
@@ -351,6 +351,35 @@ def test_a_python_workload_runs_as_python_would_and_is_recorded_after_its_thread
             "cwd": str(work),
             "main": "__main__",
         }
+        assert ended(backend, handle)[0] is ComputeState.SUCCEEDED
+    finally:
+        backend.close()
+
+
+def test_a_workload_runs_below_the_host_in_a_session_and_autogroup_of_its_own(
+    own_azurite: Azurite, tmp_path: Path
+) -> None:
+    code = (
+        "import json, os, pathlib\n"
+        "group = pathlib.Path('/proc/self/autogroup')\n"
+        "seen = {'nice': os.nice(0), 'leader': os.getsid(0) == os.getpid(),"
+        " 'autogroup': group.read_text().split()[-1] if group.exists() else None}\n"
+        "pathlib.Path(os.environ['HASTE_JOB_WORKDIR'], 'outputs', 'priority.json').write_text(json.dumps(seen))\n"
+    )
+    host_group = Path("/proc/self/autogroup")
+    host_before = host_group.read_text() if host_group.exists() else None
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local", niceness=6)
+    handle = backend.submit(spec("priority", ("python", "-c", code)))
+    work = tmp_path / "local" / "jobs" / "haste-priority" / "work"
+    try:
+        wait_for(lambda: (work.parent / "state" / "exit.json").exists())
+        expected = min(19, os.nice(0) + 6)
+        assert read_json(work / "outputs" / "priority.json") == {
+            "nice": expected,
+            "leader": True,
+            "autogroup": None if host_before is None else str(expected),
+        }
+        assert (host_group.read_text() if host_group.exists() else None) == host_before  # the host's own is untouched
         assert ended(backend, handle)[0] is ComputeState.SUCCEEDED
     finally:
         backend.close()

@@ -132,6 +132,14 @@ class LocalSettings(_Section):
     )
     slots: int = Field(0, alias="HASTE_LOCAL_SLOTS", ge=0, description="Concurrent local jobs (0 = CPU count).")
     python: str = Field("", alias="HASTE_LOCAL_PYTHON", description="Interpreter for workloads (default: this one).")
+    niceness: int = Field(
+        10,
+        alias="HASTE_LOCAL_NICENESS",
+        ge=0,
+        le=19,
+        description="How far below the host a workload's CPU priority is (0-19; 0 = the same): "
+        "a busy machine still answers the API and runs the pipeline first.",
+    )
     allow_in_azure: bool = Field(
         False,
         alias="HASTE_LOCAL_ALLOW_IN_AZURE",

@@ -16,10 +16,12 @@ import pytest
 from devhost_helpers import call
 
 from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.devhost.workers import WORKER_NICENESS
 
 pytestmark = pytest.mark.azurite
 
 HERE = Path(__file__).parent
+AUTOGROUP = Path("/proc/self/autogroup").exists()
 
 
 def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
@@ -80,6 +82,25 @@ def test_entry_point_reports_a_bad_app(tmp_path: Path) -> None:
     assert "cannot import" in result.stderr
 
 
+def test_worker_processes_die_with_a_killed_host(azurite: Azurite, tmp_path: Path) -> None:
+    """In sessions of their own, out of the host's process group, the workers still end with it."""
+    process = _start_host(azurite, tmp_path, {"messageEncoding": "none"}, "--worker-processes", "2")
+    try:
+        _first_line(process, timeout=30)
+        workers = psutil.Process(process.pid).children()
+        assert len(workers) == 2
+        deadline = time.monotonic() + 20  # settled in their own sessions: only the kernel's signal can end them
+        while not all(os.getsid(worker.pid) == worker.pid for worker in workers):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        process.kill()
+        process.wait()
+        _gone, alive = psutil.wait_procs(workers, timeout=10)
+        assert alive == []
+    finally:
+        _stop(process)
+
+
 def test_worker_processes_run_the_queues_apart_from_http(azurite: Azurite, tmp_path: Path) -> None:
     """With several worker processes, this process serves HTTP and the workers (niced) run the queue
     triggers; a message an HTTP function sends is consumed by one of them."""
@@ -98,7 +119,11 @@ def test_worker_processes_run_the_queues_apart_from_http(azurite: Azurite, tmp_p
         time.sleep(0.2)  # the file is complete once written and closed
         ran = json.loads(evidence.read_text())
         assert ran["pid"] in {worker.pid for worker in workers}
-        assert ran["niceness"] == min(19, os.nice(0) + 5)
+        assert ran["niceness"] == min(19, os.nice(0) + WORKER_NICENESS)
+        for worker in workers:  # a session (so an autogroup) of its own, at its own priority
+            assert os.getsid(worker.pid) == worker.pid != os.getsid(process.pid)
+            if AUTOGROUP:
+                assert Path(f"/proc/{worker.pid}/autogroup").read_text().split()[-1] == str(ran["niceness"])
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0
         assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)

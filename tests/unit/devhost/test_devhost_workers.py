@@ -76,4 +76,4 @@ def test_a_worker_wakes_each_queue_it_is_told_of() -> None:
 def test_workers_run_at_a_lower_priority() -> None:
     command = worker_command(["--queues-only"], niceness=5)
     assert command[:3] == [sys.executable, "-m", "hastegeo_dev.devhost"]
-    assert command[-2:] == ["--niceness", "5"]
+    assert command[-4:] == ["--niceness", "5", "--host-pid", str(os.getpid())]

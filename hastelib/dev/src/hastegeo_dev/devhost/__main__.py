@@ -31,7 +31,7 @@ from hastegeo_dev.devhost.host import DevHost
 from hastegeo_dev.devhost.hostjson import HostJsonError
 from hastegeo_dev.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES
 from hastegeo_dev.devhost.queue_driver import DriverOptions
-from hastegeo_dev.devhost.workers import QueueWorkers, listen_for_wakes, lower_priority, worker_command
+from hastegeo_dev.devhost.workers import QueueWorkers, listen_for_wakes, run_below_the_host, worker_command
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -60,6 +60,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--queues-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--niceness", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--host-pid", type=int, default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    lower_priority(args.niceness)
+    run_below_the_host(args.niceness, args.host_pid)
     workers = QueueWorkers(args.worker_processes if _split(args) else 0, worker_command(_worker_args(args)))
     host = DevHost(
         args.app,

@@ -3,6 +3,13 @@
 Azurite comes from the project's pinned npm packages (``node_modules``). It
 listens on ports chosen by the OS and prints them; we read them back, so
 parallel test sessions never collide.
+
+Its access log is off unless asked for (``access_log=True``, or
+``HASTE_AZURITE_ACCESS_LOG=1`` for a stack someone is debugging). Node writes to a
+pipe synchronously on Linux, so a log line per request made every storage call wait
+on the Python thread that drains the pipe: under load, in a busy process, that
+thread is late and Azurite stalls with the pipe full. After start-up only the last
+lines are kept, for the error that reports Azurite's own failure.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from types import TracebackType
 
@@ -24,6 +32,9 @@ from types import TracebackType
 # only ever valid against a local emulator.
 ACCOUNT_NAME = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+ACCESS_LOG_VARIABLE = "HASTE_AZURITE_ACCESS_LOG"
+TAIL_LINES = 50
 
 _LISTENING = re.compile(
     r"Azurite (Blob|Queue|Table) service (?:is )?successfully (?:listens on|listening at) (http://\S+)"
@@ -51,9 +62,19 @@ def find_azurite(repo_root: Path | None = None) -> str:
 class Azurite:
     """An Azurite process with blob, queue and table services on loopback."""
 
-    def __init__(self, location: str | None = None, *, in_memory: bool = False, startup_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        location: str | None = None,
+        *,
+        in_memory: bool = False,
+        startup_timeout: float = 30.0,
+        access_log: bool | None = None,
+    ) -> None:
         self._location = location
         self._in_memory = in_memory
+        self._access_log = os.environ.get(ACCESS_LOG_VARIABLE) == "1" if access_log is None else access_log
+        # The output since start-up, bounded: with the access log on, a line per request.
+        self.output: deque[str] = deque(maxlen=TAIL_LINES)
         self._timeout = startup_timeout
         self._process: subprocess.Popen[str] | None = None
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
@@ -75,6 +96,8 @@ class Azurite:
             "--queueHost", "127.0.0.1", "--queuePort", str(queue_port),
             "--skipApiVersionCheck", "--disableTelemetry", "--loose",
         ]  # fmt: skip
+        if not self._access_log:
+            args.append("--silent")
         if self._in_memory:
             args.append("--inMemoryPersistence")
         else:
@@ -114,10 +137,14 @@ class Azurite:
         return self
 
     def _drain(self, lines: queue.Queue[str | None]) -> None:
+        """Hand start-up lines to ``start``; then keep only the last few (``output``)."""
         process = self._process
         if process is not None and process.stdout is not None:
             for line in process.stdout:
-                lines.put(line)
+                if self.blob_url:
+                    self.output.append(line)
+                else:
+                    lines.put(line)
         lines.put(None)
 
     def stop(self) -> None:

@@ -6,9 +6,13 @@ This mirrors Flex Consumption's per-function scaling, where HTTP triggers scale
 on instances of their own: a burst of ``POST /api/jobs`` is not slowed by the
 queue work it causes, which on one interpreter would share its GIL (measured in
 docs/reliability.md, Load). Queue workers run at a lower CPU priority
-(``WORKER_NICENESS``; the job processes they start inherit it): on one machine
-that stands for the HTTP instances' own CPUs. It only matters when the CPU is
-contended; an idle machine runs the queue work as fast as before.
+(``WORKER_NICENESS``): on one machine that stands for the HTTP instances' own
+CPUs. On Linux each worker leads a session of its own, so that autogroup
+scheduling (which shares the CPU between sessions before nice values count) gives
+it a group at that priority instead of a share of the host's; it dies with the
+host (``PR_SET_PDEATHSIG``), as it did in the host's process group. The local jobs
+it starts go lower still (``HASTE_LOCAL_NICENESS``). It only matters when the CPU
+is contended; an idle machine runs the queue work as fast as before.
 
 When the host sends to a queue (an output binding), the platform wakes that
 queue's listener at once. The workers learn of it over their standard input: one
@@ -19,23 +23,33 @@ instead of after its back-off.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import IO
 
+from hastegeo.utils.priority import lower_priority
+
 log = logging.getLogger(__name__)
 
-WORKER_NICENESS = 5
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+WORKER_NICENESS = 10
 
 
 def worker_command(argv: Sequence[str], niceness: int = WORKER_NICENESS) -> list[str]:
-    """The command line of a queue worker: ``python -m hastegeo_dev.devhost`` with ``argv``, ``niceness`` lower."""
-    return [sys.executable, "-m", "hastegeo_dev.devhost", *argv, "--niceness", str(niceness)]
+    """The command line of a queue worker: ``python -m hastegeo_dev.devhost`` with ``argv``, ``niceness`` lower.
+
+    It names this process as its host, so a worker that starts after the host died knows it.
+    """
+    host = ["--host-pid", str(os.getpid())]
+    return [sys.executable, "-m", "hastegeo_dev.devhost", *argv, "--niceness", str(niceness), *host]
 
 
 class QueueWorkers:
@@ -96,7 +110,26 @@ def listen_for_wakes(stream: IO[bytes], wake: Callable[[str], None]) -> threadin
     return thread
 
 
-def lower_priority(niceness: int) -> None:
-    """Run this process (and the processes it starts) ``niceness`` steps below its parent."""
-    if niceness > 0 and hasattr(os, "nice"):
-        os.nice(niceness)
+def run_below_the_host(niceness: int, host: int | None = None) -> None:
+    """In a worker: lower its priority ``niceness`` steps, in a session of its own where Linux allows it.
+
+    Without its own session, a worker's nice value would only order it against the host
+    inside their shared autogroup, while each local job (in a session of its own) weighed
+    as much as both. The new session leaves the host's process group, so the worker asks
+    the kernel to kill it when the host dies, as a signal to that group did before.
+    """
+    host = os.getppid() if host is None else host
+    if niceness > 0 and sys.platform == "linux" and _die_with_parent():
+        if os.getppid() != host:  # the host died before the request took effect
+            os._exit(1)
+        with contextlib.suppress(OSError):  # already a group leader: it stays where it is
+            os.setsid()
+    lower_priority(niceness)
+
+
+def _die_with_parent() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False

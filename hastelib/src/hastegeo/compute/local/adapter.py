@@ -72,11 +72,11 @@ class LocalBackend(ComputeBackend):
     name: ClassVar[str] = "local"
     status_outlives_cleanup: ClassVar[bool] = True  # cleanup removes the working files, never state/exit.json
 
-    def __init__(self, context: BackendContext, root: Path, slots: int, python: str) -> None:
+    def __init__(self, context: BackendContext, root: Path, slots: int, python: str, niceness: int = 0) -> None:
         self._context = context
         self._blobs = context.transfer_blobs or context.blob_service
         self._layout = LocalLayout(root).ensure()
-        self._slots, self._python = slots, python
+        self._slots, self._python, self._niceness = slots, python, niceness
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
         job_dir = self._layout.job_dir(spec.name)
@@ -112,6 +112,7 @@ class LocalBackend(ComputeBackend):
                 "argv": list(spec.argv),
                 "env": dict(spec.env),
                 "timeLimitS": spec.time_limit_s,
+                "niceness": self._niceness,
                 "fingerprint": spec.fingerprint(),
                 "output": spec.output.model_dump(by_alias=True),
                 "submittedAt": self._context.clock().isoformat(),
@@ -341,4 +342,4 @@ def create(context: BackendContext) -> LocalBackend:
     root = Path(settings.root) if settings.root else Path(tempfile.gettempdir()) / "haste-local"
     slots = settings.slots or os.cpu_count() or 1
     python = settings.python or sys.executable
-    return LocalBackend(context, root, slots, python)
+    return LocalBackend(context, root, slots, python, settings.niceness)

@@ -16,6 +16,10 @@ it started outlives the record. What leaves no record (SIGKILL, the OOM killer,
 across ``exec`` and dies of SIGALRM at its limit) is recorded by the host that reaps
 the process, or reported by the next host as not recorded.
 
+It runs below the host's CPU priority (``niceness`` in its spec, from
+``HASTE_LOCAL_NICENESS``), its session's autogroup included: a busy machine answers
+the API and runs the pipeline's steps before it runs workloads.
+
 Standard library only: one starts for every job.
 """
 
@@ -34,6 +38,7 @@ from typing import Any
 
 from hastegeo.compute.local_node.layout import LocalLayout, time_limit_reason, time_limit_s
 from hastegeo.utils.files import read_json
+from hastegeo.utils.priority import lower_priority
 
 PYTHON_ALIASES = ("python", "python3")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -124,6 +129,7 @@ def main() -> int:
         signal.signal(signum, ending.on_signal)
     try:
         ending.spec = read_json(ending.layout.job_dir(ending.name) / "spec.json") or {}
+        lower_priority(int(ending.spec.get("niceness") or 0))  # the host answers first (HASTE_LOCAL_NICENESS)
         signal.setitimer(signal.ITIMER_REAL, time_limit_s(ending.spec))
         run([str(part) for part in ending.spec["argv"]])
         ending.code = 0

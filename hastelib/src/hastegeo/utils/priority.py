@@ -1,0 +1,38 @@
+"""Lower a process's CPU priority so that it yields to the processes that must answer first.
+
+Standard library only: every local job's process calls it before it runs the workload.
+
+``os.nice`` alone is not enough on Linux with autogroup scheduling (``CONFIG_SCHED_AUTOGROUP``,
+on by default in most distributions): the scheduler first shares the CPU fairly between
+sessions, and a nice value only orders the processes inside one session. A local job starts
+in a session of its own, so at nice 19 it still weighed as much as the whole host serving
+the API: eight busy jobs left the host and Azurite a third of the CPU, and accepting
+requests slowed to a third (docs/reliability.md, Load). A session leader therefore also
+sets its session's autogroup nice value (``/proc/self/autogroup``), which any process may
+raise for its own session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+AUTOGROUP = Path("/proc/self/autogroup")
+
+
+def lower_priority(niceness: int) -> int:
+    """Run this process, and the processes it starts, ``niceness`` steps below now; returns the new nice value.
+
+    When this process leads its session, the session's autogroup gets the same value, so the
+    lower priority holds against other sessions too. Elsewhere (no autogroup, another OS) the
+    nice value is all there is. Never raises for a priority it cannot set: running at the
+    inherited one is the only cost.
+    """
+    if niceness <= 0 or not hasattr(os, "nice"):
+        return os.nice(0) if hasattr(os, "nice") else 0
+    value = os.nice(niceness)
+    if os.getsid(0) == os.getpid():  # the autogroup is this session alone: never lower a parent's
+        with contextlib.suppress(OSError):
+            AUTOGROUP.write_text(str(value), encoding="ascii")
+    return value

@@ -1,0 +1,37 @@
+"""What the Azurite helper keeps of Azurite's output: nothing per request unless asked, and never more than a tail."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo_dev.devhost.azurite import TAIL_LINES, Azurite
+
+pytestmark = pytest.mark.azurite
+
+
+def touch(azurite: Azurite, calls: int) -> None:
+    container = BlobServiceClient.from_connection_string(azurite.connection_string).get_container_client("probe")
+    container.create_container()
+    for i in range(calls):
+        container.upload_blob(f"b/{i}", b"", overwrite=True)
+
+
+def test_the_access_log_is_off_by_default_so_requests_never_wait_on_a_reader() -> None:
+    with Azurite(in_memory=True) as azurite:
+        touch(azurite, 20)
+        time.sleep(0.3)
+        assert list(azurite.output) == []
+
+
+def test_an_access_log_asked_for_is_kept_as_a_bounded_tail(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HASTE_AZURITE_ACCESS_LOG", "1")
+    with Azurite(in_memory=True) as azurite:
+        touch(azurite, TAIL_LINES * 3)
+        deadline = time.monotonic() + 10
+        while not any(f"b/{TAIL_LINES * 3 - 1}" in line for line in azurite.output):
+            assert time.monotonic() < deadline, list(azurite.output)[-3:]
+            time.sleep(0.05)
+        assert len(azurite.output) == TAIL_LINES

@@ -1,0 +1,53 @@
+"""Lowering a process's CPU priority: its nice value, and its session's autogroup only when it leads the session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hastegeo.utils.priority import lower_priority
+
+PROBE = (
+    "import json, os, pathlib, sys\n"
+    "from hastegeo.utils.priority import lower_priority\n"
+    "group = pathlib.Path('/proc/self/autogroup')\n"
+    "value = lower_priority(int(sys.argv[1]))\n"
+    "print(json.dumps({'returned': value, 'nice': os.nice(0),"
+    " 'autogroup': group.read_text().split()[-1] if group.exists() else None}))\n"
+)
+HAS_AUTOGROUP = Path("/proc/self/autogroup").exists()
+
+
+def probe(niceness: int, *, new_session: bool) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(niceness)],
+        capture_output=True,
+        text=True,
+        check=True,
+        start_new_session=new_session,
+    )
+    return dict(json.loads(done.stdout))
+
+
+def test_a_session_leader_lowers_its_nice_value_and_its_autogroup() -> None:
+    expected = min(19, os.nice(0) + 4)
+    seen = probe(4, new_session=True)
+    assert seen == {"returned": expected, "nice": expected, "autogroup": str(expected) if HAS_AUTOGROUP else None}
+
+
+@pytest.mark.skipif(not HAS_AUTOGROUP, reason="no autogroup scheduling on this system")
+def test_a_process_that_shares_its_parents_session_leaves_the_session_autogroup_alone() -> None:
+    before = Path("/proc/self/autogroup").read_text()
+    seen = probe(4, new_session=False)
+    assert seen["nice"] == min(19, os.nice(0) + 4)
+    assert Path("/proc/self/autogroup").read_text() == before  # the test's own session, shared with the probe
+
+
+def test_zero_changes_nothing() -> None:
+    assert probe(0, new_session=True)["nice"] == os.nice(0)
+    assert lower_priority(0) == os.nice(0)
