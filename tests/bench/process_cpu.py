@@ -2,10 +2,11 @@
 
 Wall time on a shared machine moves with everyone else's load; the CPU time a
 process was scheduled for barely does. :class:`TreeCpu` samples user + system
-time of a root process and those of its descendants that stay in its session
-(the development host and its worker processes; the local backend starts each
-workload in a session of its own, so workloads, which cost the same traced or
-not, are left out). A measurement instrument for the benches, never part of the app.
+time of a root process and those of its descendants that stay in its session,
+and of the development host's worker processes (which lead sessions of their own,
+see ``hastegeo_dev.devhost.workers``). The local backend starts each workload in a
+session of its own, so workloads, which cost the same traced or not, are left out.
+A measurement instrument for the benches, never part of the app.
 """
 
 from __future__ import annotations
@@ -23,8 +24,15 @@ def _session(pid: int) -> int | None:
         return None
 
 
+def _host_worker(process: psutil.Process) -> bool:
+    try:
+        return "hastegeo_dev.devhost" in " ".join(process.cmdline())
+    except psutil.Error:
+        return False
+
+
 def tree_cpu(root_pid: int, *, same_session: bool = True) -> dict[int, float]:
-    """User + system CPU seconds of ``root_pid`` and its (same-session) descendants, by pid."""
+    """User + system CPU seconds of ``root_pid`` and its (same-session, or host worker) descendants, by pid."""
     try:
         root = psutil.Process(root_pid)
         processes = [root, *root.children(recursive=True)]
@@ -33,7 +41,7 @@ def tree_cpu(root_pid: int, *, same_session: bool = True) -> dict[int, float]:
     session = _session(root_pid)
     seconds: dict[int, float] = {}
     for process in processes:
-        if same_session and _session(process.pid) != session:
+        if same_session and _session(process.pid) != session and not _host_worker(process):
             continue
         with contextlib.suppress(psutil.Error):
             times = process.cpu_times()
