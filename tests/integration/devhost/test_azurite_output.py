@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from azure.storage.blob import BlobServiceClient
@@ -35,3 +36,14 @@ def test_an_access_log_asked_for_is_kept_as_a_bounded_tail(monkeypatch: pytest.M
             assert time.monotonic() < deadline, list(azurite.output)[-3:]
             time.sleep(0.05)
         assert len(azurite.output) == TAIL_LINES
+
+
+def test_the_same_helper_starts_again_after_a_stop(tmp_path: Path) -> None:
+    """The outage tests stop Azurite and start it again on its ports: start-up lines go to the new start."""
+    azurite = Azurite(str(tmp_path / "data"), startup_timeout=20, access_log=True)
+    with azurite:
+        touch(azurite, 3)
+        azurite.stop()
+        azurite.start()
+        blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
+        assert [blob.name for blob in blobs.get_container_client("probe").list_blobs()] == ["b/0", "b/1", "b/2"]

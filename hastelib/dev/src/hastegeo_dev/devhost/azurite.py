@@ -116,7 +116,8 @@ class Azurite:
         # A reader thread keeps draining output (a chatty Azurite must never
         # block on a full pipe) and hands start-up lines to us with a timeout.
         lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._drain, args=(lines,), daemon=True, name="azurite-output").start()
+        started = threading.Event()
+        threading.Thread(target=self._drain, args=(lines, started), daemon=True, name="azurite-output").start()
         found: dict[str, str] = {}
         seen: list[str] = []
         deadline = time.monotonic() + self._timeout
@@ -134,14 +135,15 @@ class Azurite:
             if match:
                 found[match.group(1)] = match.group(2).rstrip("/") + f"/{ACCOUNT_NAME}"
         self.blob_url, self.queue_url, self.table_url = found["Blob"], found["Queue"], found["Table"]
+        started.set()
         return self
 
-    def _drain(self, lines: queue.Queue[str | None]) -> None:
-        """Hand start-up lines to ``start``; then keep only the last few (``output``)."""
+    def _drain(self, lines: queue.Queue[str | None], started: threading.Event) -> None:
+        """Hand start-up lines to ``start``; once it has them, keep only the last few (``output``)."""
         process = self._process
         if process is not None and process.stdout is not None:
             for line in process.stdout:
-                if self.blob_url:
+                if started.is_set():
                     self.output.append(line)
                 else:
                     lines.put(line)
