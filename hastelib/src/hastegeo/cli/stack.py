@@ -32,6 +32,7 @@ except ModuleNotFoundError as exc:
     ) from exc
 
 HOST_START_TIMEOUT_S = 60.0
+STOPS = (signal.SIGINT, signal.SIGTERM)  # what ends LocalStack.serve
 # Who the stack's callers are unless HASTE_DEV_PRINCIPAL says otherwise: an admin, so the demo can do everything.
 DEFAULT_DEV_PRINCIPAL = "name=dev@localhost;roles=Haste.Admin"
 
@@ -208,12 +209,23 @@ class LocalStack:
         return self.host
 
     def serve(self) -> None:
-        """Keep the stack up until Ctrl-C or until its host stops by itself."""
+        """Keep the stack up until Ctrl-C, SIGTERM, or until its host stops by itself.
+
+        Both signals are handled here, not left to Python's defaults: a SIGTERM would end this
+        process without stopping the host and Azurite (in sessions of their own, they outlive
+        it), and a shell starting it in the background leaves SIGINT ignored.
+        """
+        stopping: list[int] = []
+        previous = {signum: signal.signal(signum, lambda signum, frame: stopping.append(signum)) for signum in STOPS}
         try:
-            while self.host is not None and self.host.process is not None and self.host.process.poll() is None:
-                time.sleep(0.5)
-        except KeyboardInterrupt:
+            while not stopping and self.host is not None and self.host.process is not None:
+                if self.host.process.poll() is not None:
+                    return
+                time.sleep(0.2)
             print("stopping")
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def stop(self) -> None:
         if self.host is not None:
