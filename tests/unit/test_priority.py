@@ -21,6 +21,8 @@ PROBE = (
     " 'autogroup': group.read_text().split()[-1] if group.exists() else None}))\n"
 )
 HAS_AUTOGROUP = Path("/proc/self/autogroup").exists()
+# The probe at target 5, started in a session of its own by a parent already at nice 7.
+PROBE_ARGV = [sys.executable, "-c", "import os; os.setsid(); exec(" + repr(PROBE) + ")", "5"]
 
 
 def probe(niceness: int, *, new_session: bool) -> dict[str, object]:
@@ -35,8 +37,22 @@ def probe(niceness: int, *, new_session: bool) -> dict[str, object]:
 
 
 def test_a_session_leader_lowers_its_nice_value_and_its_autogroup() -> None:
-    expected = min(19, os.nice(0) + 4)
+    expected = max(os.nice(0), 4)
     seen = probe(4, new_session=True)
+    assert seen == {"returned": expected, "nice": expected, "autogroup": str(expected) if HAS_AUTOGROUP else None}
+
+
+def test_a_process_already_lower_keeps_its_value_and_still_sets_its_new_autogroup() -> None:
+    """A job inherits its worker's nice value; its new session's autogroup starts at 0 all the same."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import os, subprocess, sys; os.nice(7); sys.exit(subprocess.call({PROBE_ARGV!r}))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        start_new_session=False,
+    )
+    seen = json.loads(done.stdout)
+    expected = max(os.nice(0), 7)
     assert seen == {"returned": expected, "nice": expected, "autogroup": str(expected) if HAS_AUTOGROUP else None}
 
 
@@ -44,7 +60,7 @@ def test_a_session_leader_lowers_its_nice_value_and_its_autogroup() -> None:
 def test_a_process_that_shares_its_parents_session_leaves_the_session_autogroup_alone() -> None:
     before = Path("/proc/self/autogroup").read_text()
     seen = probe(4, new_session=False)
-    assert seen["nice"] == min(19, os.nice(0) + 4)
+    assert seen["nice"] == max(os.nice(0), 4)
     assert Path("/proc/self/autogroup").read_text() == before  # the test's own session, shared with the probe
 
 

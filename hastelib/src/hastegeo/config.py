@@ -137,8 +137,8 @@ class LocalSettings(_Section):
         alias="HASTE_LOCAL_NICENESS",
         ge=0,
         le=19,
-        description="How far below the host a workload's CPU priority is (0-19; 0 = the same): "
-        "a busy machine still answers the API and runs the pipeline first.",
+        description="The CPU nice value local workloads run at (0-19; 0 = the host's priority), their "
+        "session's autogroup included: a busy machine still answers the API and runs the pipeline first.",
     )
     allow_in_azure: bool = Field(
         False,

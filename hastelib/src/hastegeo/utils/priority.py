@@ -21,18 +21,20 @@ from pathlib import Path
 AUTOGROUP = Path("/proc/self/autogroup")
 
 
-def lower_priority(niceness: int) -> int:
-    """Run this process, and the processes it starts, ``niceness`` steps below now; returns the new nice value.
+def lower_priority(to: int) -> int:
+    """Run this process, and the processes it starts, at nice value ``to``, unless it already runs lower.
 
-    When this process leads its session, the session's autogroup gets the same value, so the
-    lower priority holds against other sessions too. Elsewhere (no autogroup, another OS) the
-    nice value is all there is. Never raises for a priority it cannot set: running at the
-    inherited one is the only cost.
+    Returns the nice value it runs at. When this process leads its session, the session's
+    autogroup gets the same value, so the priority holds against other sessions too. Elsewhere
+    (no autogroup, another OS) the nice value is all there is. Never raises for a priority it
+    cannot set: running at the inherited one is the only cost.
     """
-    if niceness <= 0 or not hasattr(os, "nice"):
-        return os.nice(0) if hasattr(os, "nice") else 0
-    value = os.nice(niceness)
-    if os.getsid(0) == os.getpid():  # the autogroup is this session alone: never lower a parent's
+    if not hasattr(os, "nice"):
+        return 0
+    current = os.nice(0)
+    value = os.nice(to - current) if to > current else current
+    # A new session starts a new autogroup at nice 0, whatever this process inherited.
+    if value > 0 and os.getsid(0) == os.getpid():  # this session alone: never lower a parent's
         with contextlib.suppress(OSError):
             AUTOGROUP.write_text(str(value), encoding="ascii")
     return value

@@ -111,7 +111,7 @@ def listen_for_wakes(stream: IO[bytes], wake: Callable[[str], None]) -> threadin
 
 
 def run_below_the_host(niceness: int, host: int | None = None) -> None:
-    """In a worker: lower its priority ``niceness`` steps, in a session of its own where Linux allows it.
+    """In a worker: run at nice value ``niceness``, in a session of its own where Linux allows it.
 
     Without its own session, a worker's nice value would only order it against the host
     inside their shared autogroup, while each local job (in a session of its own) weighed
