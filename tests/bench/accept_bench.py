@@ -37,6 +37,7 @@ from hastegeo.runtime import ensure_storage, reset_runtime
 from hastegeo_dev.devhost.host import DevHost
 from tests.bench import thread_profile
 from tests.bench.pipeline_bench import bench_stack, patiently
+from tests.bench.process_cpu import host_worker
 
 BENCH = Path(thread_profile.__file__).parent
 GROUPS = ("host (HTTP + functions)", "host queue workers", "jobs (local backend)", "azurite", "bench client")
@@ -71,11 +72,7 @@ def cpu_by_group(stack: LocalStack, seen: dict[int, tuple[str, float]]) -> None:
             elif process.pid == pid:
                 group = GROUPS[0]
             else:
-                try:
-                    command = " ".join(process.cmdline())
-                except psutil.Error:
-                    continue
-                group = GROUPS[1] if "hastegeo_dev.devhost" in command else GROUPS[2]
+                group = GROUPS[1] if host_worker(process) else GROUPS[2]
             seen[process.pid] = (group, _cpu(process))
             if group in GROUPS[:2]:  # job processes that ended and were reaped count in their parent
                 seen[-process.pid] = (GROUPS[2], _cpu(process, reaped=True))

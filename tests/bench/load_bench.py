@@ -33,6 +33,7 @@ from hastegeo.cli.stack import LocalStack
 from hastegeo.store.jobs import JobStore
 from tests.bench import storage_calls
 from tests.bench.pipeline_bench import bench_stack
+from tests.bench.process_cpu import host_worker
 
 BENCH = Path(storage_calls.__file__).parent
 
@@ -53,7 +54,7 @@ def host_rss_mb(stack: LocalStack) -> float:
         return 0.0
     for process in processes:
         try:  # the host and its worker processes; not the workloads it starts
-            if process is root or "hastegeo_dev.devhost" in " ".join(process.cmdline()):
+            if process is root or host_worker(process):
                 total += process.memory_info().rss
         except psutil.Error:
             continue

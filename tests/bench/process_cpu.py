@@ -24,7 +24,8 @@ def _session(pid: int) -> int | None:
         return None
 
 
-def _host_worker(process: psutil.Process) -> bool:
+def host_worker(process: psutil.Process) -> bool:
+    """Whether ``process`` is one of the development host's own processes (the host, a queue worker)."""
     try:
         return "hastegeo_dev.devhost" in " ".join(process.cmdline())
     except psutil.Error:
@@ -41,7 +42,7 @@ def tree_cpu(root_pid: int, *, same_session: bool = True) -> dict[int, float]:
     session = _session(root_pid)
     seconds: dict[int, float] = {}
     for process in processes:
-        if same_session and _session(process.pid) != session and not _host_worker(process):
+        if same_session and _session(process.pid) != session and not host_worker(process):
             continue
         with contextlib.suppress(psutil.Error):
             times = process.cpu_times()
