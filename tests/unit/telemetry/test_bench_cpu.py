@@ -1,4 +1,5 @@
-"""The bench's CPU measure: a process tree's CPU seconds, its own session only (workloads run in their own)."""
+"""The bench's CPU measure: a process tree's CPU seconds, its own session and the host's workers
+(workloads run in sessions of their own, and so do the development host's queue workers)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ SPIN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_t
 PARENT = (
     "import os, subprocess, sys, time\n"
     "os.setsid()\n"
-    "child = subprocess.Popen([sys.executable, '-c', sys.argv[1]], start_new_session=True)\n"
+    "child = subprocess.Popen([sys.executable, '-c', *sys.argv[1:]], start_new_session=True)\n"
     "print(child.pid, flush=True)\n" + SPIN.format(seconds=0.6) + "child.wait()\n"
     "print('done', flush=True)\n"
     "time.sleep(30)\n"
@@ -37,6 +38,22 @@ def test_the_tree_counts_its_session_and_leaves_out_a_child_in_a_session_of_its_
     finally:
         parent.kill()
         parent.wait(10)
+
+
+def test_the_tree_counts_a_host_worker_in_a_session_of_its_own() -> None:
+    """A queue worker leads its own session (ADR 0017); its command names the development host."""
+    code = "import time\ntime.sleep(30)\n"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, code, "--as", "hastegeo_dev.devhost"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        child_pid = int(parent.stdout.readline())
+        assert child_pid in tree_cpu(parent.pid)
+    finally:
+        parent.kill()
+        parent.wait(10)
+        subprocess.run(["kill", str(child_pid)], check=False)
 
 
 def test_spent_counts_a_process_born_in_between_whole() -> None:
