@@ -6,8 +6,8 @@ Standard library only: every local job's process calls it before it runs the wor
 on by default in most distributions): the scheduler first shares the CPU fairly between
 sessions, and a nice value only orders the processes inside one session. A local job starts
 in a session of its own, so at nice 19 it still weighed as much as the whole host serving
-the API: eight busy jobs left the host and Azurite a third of the CPU, and accepting
-requests slowed to a third (docs/reliability.md, Load). A session leader therefore also
+the API: with eight busy jobs the host and Azurite got about a third of a core each, and
+accepting requests ran at a third of what the accept path alone reaches (ADR 0017). A session leader therefore also
 sets its session's autogroup nice value (``/proc/self/autogroup``), which any process may
 raise for its own session.
 """

@@ -44,7 +44,7 @@ WORKER_NICENESS = 10
 
 
 def worker_command(argv: Sequence[str], niceness: int = WORKER_NICENESS) -> list[str]:
-    """The command line of a queue worker: ``python -m hastegeo_dev.devhost`` with ``argv``, ``niceness`` lower.
+    """The command line of a queue worker: ``python -m hastegeo_dev.devhost`` with ``argv``, at nice value ``niceness``.
 
     It names this process as its host, so a worker that starts after the host died knows it.
     """
@@ -63,6 +63,8 @@ class QueueWorkers:
         self._lock = threading.Lock()
 
     def start(self) -> None:
+        # From the host's main thread: a worker's PR_SET_PDEATHSIG fires when the thread that
+        # started it ends, not only the process (see run_below_the_host).
         self._processes = [subprocess.Popen(self._command, stdin=subprocess.PIPE) for _ in range(self._count)]
 
     def wake(self, queue_name: str) -> None:
