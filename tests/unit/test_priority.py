@@ -17,10 +17,21 @@ PROBE = (
     "from hastegeo.utils.priority import lower_priority\n"
     "group = pathlib.Path('/proc/self/autogroup')\n"
     "value = lower_priority(int(sys.argv[1]))\n"
-    "print(json.dumps({'returned': value, 'nice': os.nice(0),"
-    " 'autogroup': group.read_text().split()[-1] if group.exists() else None}))\n"
+    "shown = group.read_text().split() if group.exists() else []\n"  # empty in the root autogroup
+    "print(json.dumps({'returned': value, 'nice': os.nice(0), 'autogroup': shown[-1] if shown else None}))\n"
 )
 HAS_AUTOGROUP = Path("/proc/self/autogroup").exists()
+
+
+def autogroup_nice(shown: str) -> str | None:
+    """The nice value ``/proc/<pid>/autogroup`` shows, or None for the root autogroup, which shows nothing.
+
+    A process whose session descends from init's without a ``setsid`` (a CI runner's, a
+    container's first processes) is in the root autogroup: the kernel prints an empty file.
+    """
+    return shown.split()[-1] if shown.strip() else None
+
+
 # The probe at target 5, started in a session of its own by a parent already at nice 7.
 PROBE_ARGV = [sys.executable, "-c", "import os; os.setsid(); exec(" + repr(PROBE) + ")", "5"]
 
@@ -61,6 +72,7 @@ def test_a_process_that_shares_its_parents_session_leaves_the_session_autogroup_
     before = Path("/proc/self/autogroup").read_text()
     seen = probe(4, new_session=False)
     assert seen["nice"] == max(os.nice(0), 4)
+    assert seen["autogroup"] == autogroup_nice(before)
     assert Path("/proc/self/autogroup").read_text() == before  # the test's own session, shared with the probe
 
 
