@@ -53,6 +53,13 @@ from tests.bench import job_calls
 from tests.bench.process_cpu import TreeCpu
 
 T = TypeVar("T")
+# Issue 13's goals for this run (2 cores): the ratio to bare subprocess runs, one job's storage calls,
+# acceptance while jobs run, and idle latencies no worse than when the issue was filed.
+GOAL_RATIO = 0.65
+GOAL_CALLS = 12
+GOAL_ACCEPT_PER_S = 100.0
+GOAL_IDLE_START_MS = 68.0
+GOAL_IDLE_END_MS = 89.0
 IDLE_S = 5.0  # how long the host's CPU is measured with no job, before the burst
 WORKLOAD = [sys.executable, "-m", "hastegeo.workflows.artifacts"]
 
@@ -260,6 +267,22 @@ def run_subprocess(jobs: int, concurrency: int, workdir: Path) -> dict[str, Any]
     return {"jobs": jobs, "elapsed_s": elapsed, "jobs_per_s": jobs / elapsed, "run_p50": statistics.median(durations)}
 
 
+def goals(ratio: float, calls: int, accept_per_s: float, idle_start_ms: float, idle_end_ms: float) -> list[str]:
+    """One line per goal of the run: the figure, the goal, and whether it holds (pure)."""
+    rows = (  # name, figure, goal, whether the figure must stay at or below the goal, decimals
+        ("pipeline / subprocess", ratio, GOAL_RATIO, False, 2),
+        ("storage calls, one job", calls, GOAL_CALLS, True, 0),
+        ("acceptance (req/s)", accept_per_s, GOAL_ACCEPT_PER_S, False, 1),
+        ("idle submit→start (ms)", idle_start_ms, GOAL_IDLE_START_MS, True, 0),
+        ("idle end→terminal (ms)", idle_end_ms, GOAL_IDLE_END_MS, True, 0),
+    )
+    lines = []
+    for name, figure, goal, at_most, decimals in rows:
+        held, bound = (figure <= goal, "≤") if at_most else (figure >= goal, "≥")
+        lines.append(f"  {'met ' if held else 'MISS'}  {name:<24}{figure:>8.{decimals}f}   goal {bound} {goal:g}")
+    return lines
+
+
 def spread(values: list[float]) -> str:
     """``median (min–max)`` of a measure over the rounds."""
     return f"{statistics.median(values):.1f} ({min(values):.1f}–{max(values):.1f})"
@@ -333,7 +356,12 @@ def main() -> int:
     print(f"{'failed jobs':28}{pipe['failed']:>12d}")
     report_tracing(untraced_runs, traced_runs)
     # One job alone, step by step: its storage calls and where the host's time goes (tests.bench.job_calls).
-    print("\n" + "\n".join(job_calls.report(*job_calls.measure())))
+    calls, profile = job_calls.measure()
+    print("\n" + "\n".join(job_calls.report(calls, profile)))
+    ratio = pipe["jobs_per_s"] / base["jobs_per_s"]
+    idle = (pipe["idle_start_p50"] * 1000, pipe["idle_end_p50"] * 1000)
+    print("\ngoals (issue 13; the untraced median run, 2 cores):")
+    print("\n".join(goals(ratio, calls.total, pipe["jobs"] / pipe["accept_s"], *idle)))
     return 0 if all(run["failed"] == 0 for run in untraced_runs + traced_runs) else 1
 
 
