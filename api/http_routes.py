@@ -131,11 +131,8 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
         except ValueError:
             allowed = ", ".join(state.value for state in JobState)
             return problem(400, "Unknown state", errors=[("state", f"choose from {allowed}")])
-    try:
-        page_size = int(req.params.get("pageSize", "50"))
-        if not 1 <= page_size <= _MAX_PAGE:
-            raise ValueError
-    except ValueError:
+    page_size = _page_size(req.params.get("pageSize", "50"))
+    if page_size is None:
         return problem(400, "Invalid pageSize", errors=[("pageSize", f"an integer from 1 to {_MAX_PAGE}")])
     include = frozenset(filter(None, req.params.get("include", "").split(",")))
     if not include <= _INCLUDES:
@@ -150,15 +147,27 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
     return json_response({"items": [view(job) for job in page.jobs], "continuationToken": page.continuation_token})
 
 
+def _page_size(value: str) -> int | None:
+    """``pageSize`` as an integer from 1 to the maximum, or None. ASCII digits only: ``int`` would also
+    take ``+5``, `` 5``, ``1_0`` and other scripts' digits, none of which the document's integer allows."""
+    if not (value.isascii() and value.isdigit() and len(value) <= 4):
+        return None
+    size = int(value)
+    return size if 1 <= size <= _MAX_PAGE else None
+
+
 @bp.route(route="jobs/{id}", methods=["GET"])
 @storage_guarded
 def get_job(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()
     job_id = req.route_params.get("id", "")
+    read_urls = req.params.get("readUrls", "false").lower()
     try:
         principal = caller(req, runtime.settings.auth, "jobs/{id}")
         if not is_id(job_id):
             return problem(404, "Job not found")
+        if read_urls not in ("true", "false"):
+            return problem(400, "Invalid readUrls", errors=[("readUrls", "true or false")])
         job = runtime.api.store.get(job_id)
         require(
             job_access(principal, job.project_id, "read"), principal, req, "jobs/{id}", job.project_id, job_id=job_id
@@ -168,7 +177,7 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
     except JobNotFoundError:
         return job_not_found(job_id)
     view = job.api_view()
-    if req.params.get("readUrls", "").lower() == "true":
+    if read_urls == "true":
         # Signed per blob, read-only, short-lived; made for this response and never stored.
         now = runtime.deps.clock()
         for output in view["outputs"]:

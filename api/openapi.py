@@ -386,6 +386,7 @@ def openapi_document() -> dict[str, Any]:
                     ],
                     "responses": {
                         "200": _json("The job", "Job"),
+                        "400": _problem("Bad query; errors name the parameter"),
                         "401": _AUTH_RESPONSES["401"],
                         "404": _problem("No such job, or a job of a project the caller does not belong to"),
                         **_UNAVAILABLE,

@@ -217,11 +217,50 @@ def test_odd_project_ids_when_listing_are_a_400_problem(project: str) -> None:
     assert_problem(status, body, response, 400)
 
 
+# Python's int() takes all of these but the last; the document's integer takes none of them.
+ODD_PAGE_SIZES = ["1e9", "-1", "0", "201", "+5", " 5", "5 ", "1_0", "\uff15", "\u0663", "5.0", "0x10", "", "9" * 400]
+
+
 @pytest.mark.usefixtures("api")
-@pytest.mark.parametrize("params", [{"pageSize": "1e9"}, {"pageSize": "-1"}, {"state": "x" * 10_000}])
-def test_odd_list_parameters_are_a_400_problem(params: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "params",
+    [*({"pageSize": size} for size in ODD_PAGE_SIZES), {"state": "x" * 10_000}, {"state": "running,"}],
+)
+def test_odd_list_parameters_are_a_400_problem_naming_the_parameter(params: dict[str, str]) -> None:
     status, body, response = call("list_jobs", "GET", "/api/jobs", params={"projectId": "p1", **params})
     assert_problem(status, body, response, 400)
+    assert [error["field"] for error in body["errors"]] == list(params)
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("size", ["1", "050", "200"])
+def test_page_sizes_in_range_are_taken(size: str) -> None:
+    status, body, _ = call("list_jobs", "GET", "/api/jobs", params={"projectId": "p1", "pageSize": size})
+    assert status == 200, body
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("value", ["yes", "1", "on", "", "true,false", "truee", " true"])
+def test_a_read_urls_value_other_than_true_or_false_is_a_400_naming_it(value: str) -> None:
+    status, body, _ = submit(json.dumps(VALID).encode())
+    assert status == 202, body
+    status, body, response = call(
+        "get_job", "GET", f"/api/jobs/{body['id']}", route_params={"id": body["id"]}, params={"readUrls": value}
+    )
+    assert_problem(status, body, response, 400)
+    assert [error["field"] for error in body["errors"]] == ["readUrls"]
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize(("value", "urls"), [("true", True), ("TRUE", True), ("false", False), ("False", False)])
+def test_read_urls_takes_true_or_false_in_any_case(value: str, urls: bool) -> None:
+    status, body, _ = submit(json.dumps(VALID).encode())
+    assert status == 202, body
+    status, body, _ = call(
+        "get_job", "GET", f"/api/jobs/{body['id']}", route_params={"id": body["id"]}, params={"readUrls": value}
+    )
+    assert status == 200, body
+    assert ("readUrlsExpireAt" in body) is urls
 
 
 @pytest.mark.usefixtures("api")
@@ -245,6 +284,26 @@ def _http(stack: LocalStack, method: str, path: str, body: bytes | None = None) 
         except ValueError:
             payload = raw[:200]
         return exc.code, exc.headers.get_content_type(), payload
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("projectId=p1&projectId=p2", 400),  # one project per listing: the repeat reaches the app as "p1,p2"
+        ("projectId=p1&state=bogus&state=running", 400),  # every repeated state is checked, not only the last
+        ("projectId=p1&state=running&state=queued", 200),
+        ("projectId=p1&pageSize=", 200),  # an empty value is no value, as deployed
+        ("projectId=p1&pageSize=5&pageSize=6", 400),
+    ],
+)
+def test_repeated_and_empty_query_parameters_reach_the_app_as_they_do_deployed(
+    stack: LocalStack, query: str, expected: int
+) -> None:
+    status, content_type, payload = _http(stack, "GET", f"/api/jobs?{query}")
+    assert status == expected, payload
+    if expected == 400:
+        assert content_type == "application/problem+json"
 
 
 @pytest.mark.slow

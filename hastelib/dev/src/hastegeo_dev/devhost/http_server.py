@@ -24,13 +24,14 @@ from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import azure.functions as func
 
 from hastegeo_dev.devhost.cors import CorsPolicy, is_preflight
 from hastegeo_dev.devhost.functions import HttpFunction, OutValue, invoke
 from hastegeo_dev.devhost.outputs import OutputSender
+from hastegeo_dev.devhost.query import query_params
 from hastegeo_dev.devhost.routes import MethodNotAllowed, RouteTable
 
 log = logging.getLogger(__name__)
@@ -221,7 +222,7 @@ class DevHttpServer:
             method=method,
             url=f"http://{host}{request.path}",
             headers=sent,
-            params=dict(parse_qsl(url.query, keep_blank_values=True)),
+            params=query_params(url.query),
             route_params=resolved.route_params,
             body=payload,
         )
