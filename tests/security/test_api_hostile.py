@@ -104,6 +104,13 @@ BAD_BODIES: dict[str, bytes] = {
     "empty": b"",
     "nul-in-project": json.dumps({**VALID, "projectId": "p1\u0000"}).encode(),
     "server-owned": json.dumps({**VALID, "handle": {"backend": "local", "providerIds": {}}, "outputs": []}).encode(),
+    # The last of each repeated name is valid: Python alone would read these bodies as good requests.
+    "project-named-twice": json.dumps(VALID)
+    .encode()
+    .replace(b'"projectId": "p1"', b'"projectId": "p2", "projectId": "p1"'),
+    "input-named-twice": json.dumps(VALID)
+    .encode()
+    .replace(b'"blob": "p1/a.txt"', b'"blob": "p2/a.txt", "blob": "p1/a.txt"'),
 }
 
 TRAVERSAL_BLOBS = [

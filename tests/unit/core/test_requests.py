@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from hastegeo.models.job import SERVER_OWNED_FIELDS
-from hastegeo.pipeline.accept import RequestRejected, parse_request
+from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
 
 VALID: dict[str, Any] = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "a/b.txt"}]}
 
@@ -67,8 +67,6 @@ def test_not_an_object() -> None:
 
 
 def test_deeply_nested_bodies_are_refused_without_recursion() -> None:
-    from hastegeo.pipeline.accept import decode_body
-
     with pytest.raises(RequestRejected, match="nested too deeply"):
         decode_body("[" * 100_000 + "]" * 100_000)
     nested: Any = {"leaf": 1}
@@ -78,3 +76,25 @@ def test_deeply_nested_bodies_are_refused_without_recursion() -> None:
         parse_request({**VALID, "parameters": nested})
     with pytest.raises(RequestRejected, match="not valid JSON"):
         decode_body(b"\xff\xfe{")
+
+
+@pytest.mark.parametrize(
+    ("body", "paths"),
+    [
+        ('{"projectId": "p1", "projectId": "p2"}', ["projectId"]),
+        ('{"parameters": {"level": 1, "level": 2, "level": 3}}', ["parameters.level"]),
+        ('{"inputs": [{"blob": "p1/a"}, {"blob": "p1/b", "blob": "p2/b"}]}', ["inputs[1].blob"]),
+        ('{"a": 1, "a": 1, "b": {"c": 1, "c": 2}}', ["a", "b.c"]),  # the same value twice is still twice
+    ],
+)
+def test_a_member_named_twice_in_one_object_is_refused_at_its_path(body: str, paths: list[str]) -> None:
+    """Python keeps the last of a repeated name and other parsers the first: such a body means two things."""
+    with pytest.raises(RequestRejected, match="named twice") as refused:
+        decode_body(body)
+    assert [path for path, _ in refused.value.errors] == paths
+
+
+def test_the_same_name_in_different_objects_is_fine() -> None:
+    decoded = decode_body('{"a": {"name": 1}, "b": {"name": 2}, "c": [{"name": 3}, {"name": 4}]}')
+    assert decoded == {"a": {"name": 1}, "b": {"name": 2}, "c": [{"name": 3}, {"name": 4}]}
+    assert parse_request(decode_body('{"workload": "artifacts", "projectId": "p1"}')).project_id == "p1"

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -71,17 +72,54 @@ def decode_body(raw: bytes | str) -> Any:
     """Decode a JSON request body.
 
     Raises:
-        RequestRejected: not JSON, not UTF-8, or nested deeper than a job request ever is.
+        RequestRejected: not JSON, not UTF-8, nested deeper than a job request ever is, or naming a member
+            twice in one object (each such path).
     """
     try:
-        decoded = json.loads(raw or "null", parse_constant=_no_constant, parse_float=_finite_float)
+        decoded = json.loads(
+            raw or "null", parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=_Members.of
+        )
         # Lone surrogates are valid JSON escapes but cannot be stored as UTF-8.
         json.dumps(decoded, ensure_ascii=False).encode("utf-8")
-        return decoded
     except RecursionError:
         raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")]) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise RequestRejected("The body is not valid JSON", [("", str(exc))]) from None
+    repeated = repeated_member_paths(decoded)
+    if repeated:
+        raise RequestRejected(
+            "A member is named twice in one object",
+            [(_short(path), "appears more than once in its object; send it once") for path in repeated],
+        )
+    return decoded
+
+
+class _Members(dict[str, Any]):
+    """A decoded JSON object that remembers the names it was given more than once.
+
+    JSON parsers disagree on a repeated name (Python keeps the last value, others the
+    first), so a body that repeats one could mean one thing to a proxy or a log reader and
+    another to this app: it is refused instead of read either way.
+    """
+
+    repeated: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> _Members:
+        members = cls(pairs)
+        if len(members) != len(pairs):
+            members.repeated = tuple(name for name, count in Counter(name for name, _ in pairs).items() if count > 1)
+        return members
+
+
+def repeated_member_paths(body: Any) -> list[str]:
+    """Paths (``parameters.bands``) of the names a decoded body repeats within one object."""
+    return sorted(
+        f"{path}.{name}" if path else name
+        for item, path in _nodes(body)
+        for name in getattr(item, "repeated", ())
+        if isinstance(item, dict)
+    )
 
 
 def _no_constant(name: str) -> Any:
@@ -104,17 +142,19 @@ def credential_paths(body: Any) -> list[str]:
 
     Clients never send storage credentials: inputs name blobs, and the server signs what it hands out.
     """
-    found, stack = [], [(body, "")]
+    return sorted(path for item, path in _nodes(body) if isinstance(item, str) and redact(item) != item)
+
+
+def _nodes(body: Any) -> Iterator[tuple[Any, str]]:
+    """Every value of decoded JSON with its path (``inputs[0].blob``), without recursion."""
+    stack = [(body, "")]
     while stack:
         item, path = stack.pop()
-        if isinstance(item, str):
-            if redact(item) != item:
-                found.append(path)
-        elif isinstance(item, dict):
+        yield item, path
+        if isinstance(item, dict):
             stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in item.items())
         elif isinstance(item, list):
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
-    return sorted(found)
 
 
 def parse_request(body: Any) -> JobRequest:
