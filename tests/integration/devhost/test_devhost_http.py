@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import threading
@@ -32,6 +33,21 @@ def test_route_params_query_headers_body_and_method_reach_the_function(running: 
     assert seen["header"] == "yes"
     assert seen["body"] == "payload"
     assert seen["url"] == f"{running.host.base_url}/api/items/42?name=x&flag=&name=y"
+
+
+def test_a_repeated_header_reaches_the_function_joined_with_commas(running: Running) -> None:
+    connection = http.client.HTTPConnection(running.host.base_url.removeprefix("http://"), timeout=10)
+    try:
+        connection.putrequest("POST", "/api/items/42")
+        for value in ("a", "b c"):
+            connection.putheader("X-Test", value)
+        connection.putheader("Content-Length", "0")
+        connection.endheaders()
+        response = connection.getresponse()
+        assert response.status == 201
+        assert json.loads(response.read())["header"] == "a,b c"  # as the Functions host passes it
+    finally:
+        connection.close()
 
 
 def test_response_status_headers_and_body_are_written_back(running: Running) -> None:

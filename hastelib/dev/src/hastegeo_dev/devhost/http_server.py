@@ -215,7 +215,8 @@ class DevHttpServer:
             return problem(408, f"The request body stopped arriving for {self._body_timeout_s:g} s.")
         function = resolved.target
         host = request.headers.get("Host") or self.base_url.removeprefix("http://")
-        sent = {k: ", ".join(request.headers.get_all(k) or []) for k in set(request.headers.keys())}
+        # A repeated header reaches the function joined with "," (ASP.NET's StringValues), as deployed.
+        sent = {k: ",".join(request.headers.get_all(k) or []) for k in set(request.headers.keys())}
         present = {k.lower() for k in sent}
         sent.update({k: v for k, v in self._default_headers.items() if k.lower() not in present})
         http_request = func.HttpRequest(
