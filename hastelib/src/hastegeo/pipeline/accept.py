@@ -75,9 +75,17 @@ def decode_body(raw: bytes | str) -> Any:
         RequestRejected: not JSON, not UTF-8, nested deeper than a job request ever is, or naming a member
             twice in one object (each such path).
     """
+    repeats: list[_Members] = []  # only a body that repeats a name is walked again, for the paths
+
+    def members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = _Members.of(pairs)
+        if found.repeated:
+            repeats.append(found)
+        return found
+
     try:
         decoded = json.loads(
-            raw or "null", parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=_Members.of
+            raw or "null", parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=members
         )
         # Lone surrogates are valid JSON escapes but cannot be stored as UTF-8.
         json.dumps(decoded, ensure_ascii=False).encode("utf-8")
@@ -85,11 +93,13 @@ def decode_body(raw: bytes | str) -> Any:
         raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")]) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise RequestRejected("The body is not valid JSON", [("", str(exc))]) from None
-    repeated = repeated_member_paths(decoded)
-    if repeated:
+    if repeats:
         raise RequestRejected(
             "A member is named twice in one object",
-            [(_short(path), "appears more than once in its object; send it once") for path in repeated],
+            [
+                (_short(path), "appears more than once in its object; send it once")
+                for path in repeated_member_paths(decoded)
+            ],
         )
     return decoded
 
@@ -117,8 +127,8 @@ def repeated_member_paths(body: Any) -> list[str]:
     return sorted(
         f"{path}.{name}" if path else name
         for item, path in _nodes(body)
-        for name in getattr(item, "repeated", ())
-        if isinstance(item, dict)
+        if isinstance(item, _Members)
+        for name in item.repeated
     )
 
 
