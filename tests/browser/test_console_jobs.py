@@ -39,9 +39,14 @@ def submit_from_form(page: Any, workload: str, *, blobs: list[str] = (), jobs: l
 
 
 def wait_shown(page: Any, api: ApiClient, job_id: str) -> dict[str, Any]:
-    """Wait for the job to finish, then for the page (which polls) to show that state."""
+    """Wait for the job to finish, then for the page (which polls) to show that state.
+
+    The heading must name this job: after following a link, the previous job's page
+    (whose badge may read the same state) is still shown until the new one renders.
+    """
     job = wait_terminal(api, job_id)
-    page.locator("h1 .badge").filter(has_text=job["state"]).wait_for(timeout=15000)
+    heading = page.locator("h1").filter(has_text=f"Job {job_id}")
+    heading.locator(".badge").filter(has_text=job["state"]).wait_for(timeout=15000)
     return job
 
 
