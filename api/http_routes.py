@@ -21,7 +21,7 @@ from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.compute.registry import backend_names
-from hastegeo.models.ids import is_id
+from hastegeo.models.ids import ID_RULE, is_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
@@ -56,6 +56,7 @@ class _Direct(func.Out[str]):
 DIRECT = _Direct()
 _MAX_PAGE = 200
 _INCLUDES = frozenset({"history"})
+_STATES = tuple(state.value for state in JobState)
 
 
 @bp.route(route="jobs", methods=["POST"])
@@ -119,18 +120,22 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
     project = req.params.get("projectId", "")
     try:
         principal = caller(req, runtime.settings.auth, "jobs")
-        if not is_id(project):
+        if not project:
             return problem(400, "projectId is required", errors=[("projectId", "a project id is required")])
+        if not is_id(project):
+            return problem(400, "Invalid projectId", errors=[("projectId", ID_RULE)])
         require(can_read(principal, project), principal, req, "jobs", project)
     except Denied as denied:
         return denied.response
     states: frozenset[JobState] | None = None
     if req.params.get("state"):
-        try:
-            states = frozenset(JobState(value) for value in req.params["state"].split(","))
-        except ValueError:
-            allowed = ", ".join(state.value for state in JobState)
-            return problem(400, "Unknown state", errors=[("state", f"choose from {allowed}")])
+        names = req.params["state"].split(",")
+        unknown = [name for name in names if name not in _STATES]
+        if unknown:
+            allowed = ", ".join(_STATES)
+            shown = ", ".join(repr(name[:40]) for name in unknown[:5])
+            return problem(400, "Unknown state", errors=[("state", f"not a state: {shown}; choose from {allowed}")])
+        states = frozenset(JobState(name) for name in names)
     page_size = _page_size(req.params.get("pageSize", "50"))
     if page_size is None:
         return problem(400, "Invalid pageSize", errors=[("pageSize", f"an integer from 1 to {_MAX_PAGE}")])

@@ -276,3 +276,25 @@ def test_cancel_answers_what_the_document_says_in_every_state() -> None:
         assert status == 409, state
         assert state.value in problem["detail"]
         assert store.get(job_id).state is state
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize(
+    ("params", "title", "field", "says"),
+    [
+        ({}, "projectId is required", "projectId", "required"),
+        ({"projectId": "P1"}, "Invalid projectId", "projectId", "lowercase letters"),
+        ({"projectId": "p1/../p2"}, "Invalid projectId", "projectId", "lowercase letters"),
+        ({"projectId": "p1", "state": "Running"}, "Unknown state", "state", "'Running'"),
+        ({"projectId": "p1", "state": "running,"}, "Unknown state", "state", "''"),
+        ({"projectId": "p1", "state": "running, queued"}, "Unknown state", "state", "' queued'"),
+        ({"projectId": "p1", "state": "running,nope,gone"}, "Unknown state", "state", "'nope', 'gone'"),
+    ],
+)
+def test_a_bad_listing_parameter_is_named_with_what_was_wrong(
+    params: dict[str, str], title: str, field: str, says: str
+) -> None:
+    status, problem, _ = call("list_jobs", "GET", "/api/jobs", params=params)
+    assert (status, problem["title"]) == (400, title)
+    assert [error["field"] for error in problem["errors"]] == [field]
+    assert says in problem["errors"][0]["message"]

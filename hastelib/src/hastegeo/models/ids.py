@@ -22,6 +22,10 @@ ID_PATTERN = f"^{ID_BODY}$"
 """For pydantic ``pattern=`` and JSON Schema ``"pattern"`` only (Rust and ECMA-262: ``$`` ends the text)."""
 
 
+ID_RULE = "1-63 lowercase letters, digits and '-', starting with a letter or digit"
+"""The rule in words, for error messages."""
+
+
 def is_id(value: str) -> bool:
     """True when ``value`` is a whole, valid id."""
     return ID.fullmatch(value) is not None
