@@ -1,4 +1,8 @@
 // The console's entry: a hash router over the pages, one poller at a time, the caller's settings.
+//
+// Each navigation gives its page a view of its own (an element the router puts in <main>): a page
+// still loading when it is left renders into its view, which is no longer shown, so a late answer
+// can never replace the page the user went to.
 
 import { loadSettings } from "./api.js";
 import { h } from "./dom.js";
@@ -14,7 +18,7 @@ function navigate(hash) {
   else location.hash = hash;
 }
 
-function context(mine) {
+function context(mine, view) {
   return {
     navigate,
     refresh: () => current && current(),
@@ -29,7 +33,7 @@ function context(mine) {
         try {
           next = await load();
         } catch (error) {
-          main.append(h("p", { class: "problem", role: "alert", text: String(error.message || error) }));
+          view.append(h("p", { class: "problem", role: "alert", text: String(error.message || error) }));
         }
         if (next !== true && mine === generation) timer = setTimeout(run, typeof next === "number" ? next : ms);
       };
@@ -50,16 +54,18 @@ async function route() {
     if (link.dataset.nav === section) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  const ctx = context(mine);
+  const view = h("div", { class: "view" }, h("p", { class: "muted", text: "Loading…" }));
+  main.replaceChildren(view);
+  const ctx = context(mine, view);
   try {
-    if (section === "job") await jobPage(main, decodeURIComponent(path.split("/")[2] || ""), ctx);
-    else if (section === "submit") await submitPage(main, { workload: query.get("workload"), project: query.get("project"), inputJob: query.get("inputJob") }, navigate);
-    else if (section === "backends") await backendsPage(main);
-    else await jobsPage(main, query, ctx);
+    if (section === "job") await jobPage(view, decodeURIComponent(path.split("/")[2] || ""), ctx);
+    else if (section === "submit") await submitPage(view, { workload: query.get("workload"), project: query.get("project"), inputJob: query.get("inputJob") }, navigate);
+    else if (section === "backends") await backendsPage(view);
+    else await jobsPage(view, query, ctx);
   } catch (error) {
-    main.replaceChildren(h("h1", { text: "Something went wrong" }), h("p", { class: "problem", role: "alert", text: String(error.message || error) }));
+    view.replaceChildren(h("h1", { text: "Something went wrong" }), h("p", { class: "problem", role: "alert", text: String(error.message || error) }));
   }
-  document.title = `${main.querySelector("h1")?.textContent || "haste"} · haste console`;
+  if (mine === generation) document.title = `${view.querySelector("h1")?.textContent || "haste"} · haste console`;
 }
 
 async function start() {
@@ -70,6 +76,11 @@ async function start() {
     main.replaceChildren(h("p", { class: "problem", role: "alert", text: `The console settings could not be read: ${error.message}` }));
     return;
   }
+  // The skip link moves the focus to the content; followed as a link, its "#main" would be a route.
+  document.querySelector("a.skip").addEventListener("click", (event) => {
+    event.preventDefault();
+    main.focus();
+  });
   window.addEventListener("hashchange", route);
   await route();
 }

@@ -54,23 +54,28 @@ export async function jobsPage(main, query, ctx) {
   const previous = h("button", { type: "button", id: "page-previous", text: "← Newer" });
   const next = h("button", { type: "button", id: "page-next", text: "Older →" });
   const where = h("span", { class: "muted", id: "page-where" });
+  previous.disabled = next.disabled = true; // until the first page has loaded
   const message = h("p", { class: "problem", role: "alert", hidden: true });
   main.replaceChildren(h("h1", { text: `Jobs of ${project}` }), filters, message, h("div", { class: "scroll" }, table), h("nav", { class: "pager", "aria-label": "Pages" }, previous, where, next));
 
   async function load() {
+    const at = page;
     const params = new URLSearchParams({ projectId: project, pageSize: String(PAGE_SIZE) });
     if (state) params.set("state", state);
-    if (tokens[page]) params.set("continuationToken", tokens[page]);
+    if (tokens[at]) params.set("continuationToken", tokens[at]);
     let result;
     try {
       result = await api(`jobs?${params}`);
     } catch (error) {
+      if (at !== page) return true;
       message.hidden = false;
       message.textContent = problemText(error);
+      previous.disabled = at === 0;
       return true;
     }
+    if (at !== page) return true; // the user has turned the page since: the load for that page draws it
     message.hidden = true;
-    tokens[page + 1] = result.continuationToken;
+    tokens[at + 1] = result.continuationToken;
     // Redraw only what changed, so a poll does not take the keyboard focus away from a row's link.
     const drawn = JSON.stringify(result.items);
     const again = result.items.every((job) => TERMINAL.has(job.state)) ? (page === 0 ? QUIET_POLL_MS : true) : false;
@@ -91,8 +96,15 @@ export async function jobsPage(main, query, ctx) {
     // Running jobs: every POLL_MS. All finished: the newest page still looks for new jobs, less often.
     return again;
   }
-  previous.addEventListener("click", () => { page -= 1; lastDrawn = ""; ctx.refresh(); });
-  next.addEventListener("click", () => { page += 1; lastDrawn = ""; ctx.refresh(); });
+  // A page's token is known once the page before it has loaded: both buttons wait for the load.
+  function turn(by) {
+    page += by;
+    lastDrawn = "";
+    previous.disabled = next.disabled = true;
+    ctx.refresh();
+  }
+  previous.addEventListener("click", () => turn(-1));
+  next.addEventListener("click", () => turn(1));
   ctx.poll(load, POLL_MS);
 }
 

@@ -86,6 +86,29 @@ def test_paging_through_120_jobs_newest_first(page: Any, seeded: list[str], shoo
     assert _rows(page) == seeded[50:100]
 
 
+def test_a_page_is_turned_only_once_the_page_before_it_has_loaded(page: Any, seeded: list[str]) -> None:
+    page.goto(f"#/jobs?project={PROJECT}")
+    page.locator("#page-where").filter(has_text="page 1,").wait_for()
+    held: list[Any] = []
+    page.route("**/api/jobs?*continuationToken=*", lambda route: held.append(route))
+    page.locator("#page-next").click()
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(25)
+    assert held, "the second page was never asked for"
+    # While page 2 loads, page 3's token is unknown: a second click must not skip ahead.
+    assert page.locator("#page-next").is_disabled()
+    assert page.locator("#page-previous").is_disabled()
+    held[0].continue_()
+    page.unroute("**/api/jobs?*continuationToken=*")
+    page.locator("#page-where").filter(has_text="page 2,").wait_for()
+    assert _rows(page) == seeded[50:100]
+    page.locator("#page-next").click()
+    page.locator("#page-where").filter(has_text="page 3,").wait_for()
+    assert _rows(page) == seeded[100:]
+
+
 def test_state_filter(page: Any, seeded: list[str]) -> None:
     page.goto(f"#/jobs?project={PROJECT}")
     page.get_by_label("State").select_option("failed")
@@ -154,3 +177,38 @@ def test_cancel_a_running_job_after_confirming(
     page.locator("h1 .badge").filter(has_text="cancelled").wait_for(timeout=15000)
     assert page.locator("#job-reason").is_visible()
     shoot(page, "job-cancelled")
+
+
+def _heading(page: Any, job_id: str) -> Any:
+    return page.locator("h1").filter(has_text=f"Job {job_id}")
+
+
+def test_a_page_left_while_it_loads_never_replaces_the_next_one(page: Any, seeded: list[str]) -> None:
+    first, second = seeded[0], seeded[1]
+    held: list[Any] = []
+    # The first job's answer waits until the test releases it.
+    page.route(f"**/api/jobs/{first}?*", lambda route: held.append(route))
+    page.goto(f"#/job/{first}")
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(25)
+    assert held, "the first job's page never asked for the job"
+    page.goto(f"#/job/{second}")
+    _heading(page, second).wait_for()
+    with page.expect_response(lambda response: f"/api/jobs/{first}?" in response.url):
+        held[0].continue_()  # the page that was left gets its answer now
+    page.evaluate("() => new Promise(resolve => setTimeout(resolve, 200))")  # its rendering, had it any
+    assert page.locator("h1").all_text_contents() == [f"Job {second} succeeded"]
+    assert page.url.endswith(f"#/job/{second}")
+
+
+def test_the_skip_link_moves_the_focus_and_keeps_the_page(page: Any, seeded: list[str]) -> None:
+    page.goto(f"#/job/{seeded[0]}")
+    _heading(page, seeded[0]).wait_for()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    assert page.url.endswith(f"#/job/{seeded[0]}")
+    assert page.locator("h1").all_text_contents()[0].startswith(f"Job {seeded[0]}")
