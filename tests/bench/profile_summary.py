@@ -3,8 +3,12 @@
 The profile measures wall time (``time.perf_counter``), so time spent blocked shows too:
 a storage round trip is mostly ``waiting`` (the socket) plus ``Azure SDK`` (building the
 request, parsing the answer). Each function's own time (``tottime``) goes to exactly one
-category, so the categories add up to the profiled time. Pure grouping
-(:func:`categorize`, :func:`summarize`) is kept apart from running the profiler.
+category, so the categories add up to the profiled time. A function that names no
+category by itself (a built-in such as ``isinstance`` or a ``str`` method, or a standard
+library helper such as ``email`` header parsing or ``hmac``) counts toward the categories
+of its callers, in proportion to the time each spent in it: ``other`` is left with only
+what no categorized code called. Pure grouping (:func:`categorize`, :func:`summarize`) is
+kept apart from running the profiler.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,6 +34,9 @@ CATEGORIES = (
     "pipeline code",
     "other",
 )
+
+# The HTTP client's modules (``email`` parses http.client's headers).
+_HTTP_CLIENT = ("/requests/", "/urllib3/", "/urllib/", "/http/client", "/email/", "/ssl.py", "/socket.py")
 
 # Built-in functions that block: network, locks, sleeps, child processes.
 _BLOCKING = ("recv", "send", "connect", "select", "poll", "sleep", "acquire", "wait", "read", "getaddrinfo")
@@ -48,7 +55,7 @@ def categorize(filename: str, function: str) -> str:
         return "other"
     if "/azure/" in path:
         return "Azure SDK"
-    if any(part in path for part in ("/requests/", "/urllib3/", "/urllib/", "/http/client", "/ssl.py", "/socket.py")):
+    if any(part in path for part in _HTTP_CLIENT):
         return "HTTP client"
     if any(part in path for part in ("/json/", "/pydantic/", "/pydantic_core/", "/xml/", "/isodate/")):
         return "JSON and models"
@@ -63,12 +70,39 @@ def categorize(filename: str, function: str) -> str:
     return "other"
 
 
+Key = tuple[str, int, str]  # cProfile's (filename, line, function)
+
+
 def summarize(stats: pstats.Stats) -> Counter[str]:
-    """Seconds of own time per category."""
-    found: Counter[str] = Counter()
-    for (filename, _line, function), row in stats.stats.items():  # type: ignore[attr-defined]
-        found[categorize(filename, function)] += float(row[2])  # tottime
-    return found
+    """Seconds of own time per category, a function without one counted toward its callers'."""
+    table: dict[Key, tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
+    memo: dict[Key, dict[str, float]] = {}
+
+    def shares(key: Key, path: frozenset[Key]) -> dict[str, float]:
+        """The fractions of ``key``'s own time that belong to each category (they add up to 1)."""
+        own = categorize(key[0], key[2])
+        if own != "other":
+            return {own: 1.0}
+        if key in memo:
+            return memo[key]
+        # Each caller's weight is the time the function spent when that caller called it.
+        callers = {caller: float(edge[3]) for caller, edge in table[key][4].items() if caller in table}
+        callers = {caller: weight for caller, weight in callers.items() if caller not in path and weight > 0}
+        total = sum(callers.values())
+        if not total or len(path) > 64:
+            return {"other": 1.0}
+        found: Counter[str] = Counter()
+        for caller, weight in callers.items():
+            for category, share in shares(caller, path | {key}).items():
+                found[category] += share * weight / total
+        memo[key] = dict(found)
+        return memo[key]
+
+    summary: Counter[str] = Counter()
+    for key, row in table.items():
+        for category, share in shares(key, frozenset()).items():
+            summary[category] += float(row[2]) * share  # tottime
+    return summary
 
 
 class Profile:

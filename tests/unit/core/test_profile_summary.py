@@ -6,6 +6,7 @@ import cProfile
 import json
 import pstats
 import time
+from typing import Any
 
 import pytest
 
@@ -61,3 +62,32 @@ def test_a_profile_counts_only_what_it_wraps_and_prints_per_job() -> None:
     printed = lines(profile.categories(), profile.cpu_s, profile.wall_s, jobs=2)
     assert printed[0].split()[0] == "waiting"
     assert printed[-1].startswith("    (host CPU)")
+
+
+class _Stats:
+    """What :func:`summarize` reads of ``pstats.Stats``: per function (cc, nc, tottime, cumtime, callers)."""
+
+    def __init__(self, stats: dict[tuple[str, int, str], tuple[Any, ...]]) -> None:
+        self.stats = stats
+
+
+def test_a_function_without_a_category_counts_toward_its_callers() -> None:
+    sdk = (f"{SITE}/azure/core/pipeline/_base.py", 1, "send")
+    http = (f"{SITE}/urllib3/connection.py", 1, "request")
+    helper = ("/usr/lib/python3.11/enum.py", 1, "__call__")  # called by the built-in, calls it too
+    builtin = ("~", 0, "<built-in method builtins.isinstance>")
+    stats = _Stats(
+        {
+            sdk: (1, 1, 1.0, 2.0, {}),
+            http: (1, 1, 0.5, 1.0, {}),
+            helper: (2, 2, 0.2, 0.3, {sdk: (2, 2, 0.2, 0.3), builtin: (1, 1, 0.0, 0.1)}),
+            builtin: (4, 4, 0.4, 0.4, {sdk: (3, 3, 0.3, 0.3), http: (1, 1, 0.1, 0.1), helper: (1, 1, 0.0, 0.0)}),
+            ("~", 0, "<method 'disable' of '_lsprof.Profiler' objects>"): (1, 1, 0.1, 0.1, {}),
+        }
+    )
+    found = summarize(stats)  # type: ignore[arg-type]
+    # The built-in: 3/4 from the SDK, 1/4 from HTTP. The helper: 3/4 from the SDK, 1/4 through the built-in.
+    assert found["Azure SDK"] == pytest.approx(1.0 + 0.4 * 0.75 + 0.2 * (0.75 + 0.25 * 0.75))
+    assert found["HTTP client"] == pytest.approx(0.5 + 0.4 * 0.25 + 0.2 * 0.25 * 0.25)
+    assert found["other"] == pytest.approx(0.1)  # called by nothing profiled
+    assert sum(found.values()) == pytest.approx(2.2)  # every second of own time, once
