@@ -16,7 +16,7 @@ from __future__ import annotations
 import cProfile
 import pstats
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
@@ -73,7 +73,7 @@ def categorize(filename: str, function: str) -> str:
 Key = tuple[str, int, str]  # cProfile's (filename, line, function)
 
 
-def summarize(stats: pstats.Stats) -> Counter[str]:
+def summarize(stats: pstats.Stats) -> dict[str, float]:
     """Seconds of own time per category, a function without one counted toward its callers'."""
     table: dict[Key, tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
     memo: dict[Key, dict[str, float]] = {}
@@ -91,14 +91,14 @@ def summarize(stats: pstats.Stats) -> Counter[str]:
         total = sum(callers.values())
         if not total or len(path) > 64:
             return {"other": 1.0}
-        found: Counter[str] = Counter()
+        found: defaultdict[str, float] = defaultdict(float)
         for caller, weight in callers.items():
             for category, share in shares(caller, path | {key}).items():
                 found[category] += share * weight / total
         memo[key] = dict(found)
         return memo[key]
 
-    summary: Counter[str] = Counter()
+    summary = dict.fromkeys(CATEGORIES, 0.0)
     for key, row in table.items():
         for category, share in shares(key, frozenset()).items():
             summary[category] += float(row[2]) * share  # tottime
@@ -133,11 +133,11 @@ class Profile:
 
         return profiled
 
-    def categories(self) -> Counter[str]:
+    def categories(self) -> dict[str, float]:
         return summarize(pstats.Stats(self._profile))
 
 
-def lines(categories: Counter[str], cpu_s: float, wall_s: float, jobs: int = 1) -> list[str]:
+def lines(categories: dict[str, float], cpu_s: float, wall_s: float, jobs: int = 1) -> list[str]:
     """The summary as printable lines: milliseconds per job by category, then CPU against wall time."""
     total = sum(categories.values()) or 1.0
     found = [
