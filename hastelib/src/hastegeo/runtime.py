@@ -107,19 +107,22 @@ def storage_clients(
 ) -> tuple[BlobServiceClient, QueueServiceClient]:
     """Blob and queue clients; with ``budget``, every call is bounded by it (the SDK's defaults otherwise)."""
     storage = settings.storage
-    options = {**client_options(), **(budget.client_options() if budget is not None else {})}
+
+    def options() -> dict[str, Any]:  # one client's: each owns its HTTP session
+        return {**client_options(), **(budget.client_options() if budget is not None else {})}
+
     if storage.connection_string:
         return (
-            BlobServiceClient.from_connection_string(storage.connection_string, **options),
-            QueueServiceClient.from_connection_string(storage.connection_string, **options),
+            BlobServiceClient.from_connection_string(storage.connection_string, **options()),
+            QueueServiceClient.from_connection_string(storage.connection_string, **options()),
         )
     from azure.identity import DefaultAzureCredential
 
     credential = DefaultAzureCredential()
     account = storage.account_name
     return (
-        BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=credential, **options),
-        QueueServiceClient(f"https://{account}.queue.core.windows.net", credential=credential, **options),
+        BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=credential, **options()),
+        QueueServiceClient(f"https://{account}.queue.core.windows.net", credential=credential, **options()),
     )
 
 
