@@ -22,7 +22,7 @@ from hastegeo.compute.service import ExecutionService
 from hastegeo.config import load_settings
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.pipeline.reconcile import ReconcileStep
+from hastegeo.pipeline.reconcile import CHAIN_GRACE_S, ReconcileStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
@@ -56,6 +56,11 @@ def clocked(make_runtime: RuntimeFactory) -> tuple[Runtime, Clock]:
 def queued_messages(runtime: Runtime, queue: str) -> list[JobMessage]:
     client = runtime.queues.client(queue)
     return [JobMessage.model_validate_json(m.content) for m in client.peek_messages(max_messages=32)]
+
+
+def queued_count(runtime: Runtime, queue: str) -> int:
+    """Messages on ``queue``, visible or not (a chain's next message waits for its delay in real time)."""
+    return int(runtime.queues.client(queue).get_queue_properties().approximate_message_count)
 
 
 def drain(runtime: Runtime) -> None:
@@ -220,15 +225,44 @@ def test_a_provider_job_whose_record_ended_is_cancelled(clocked: tuple[Runtime, 
 
 
 def test_a_lost_poll_chain_is_rearmed_and_duplicates_die(clocked: tuple[Runtime, Clock]) -> None:
-    runtime, _ = clocked
+    runtime, clock = clocked
     drain(runtime)
     job = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
     runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
     drain(runtime)  # the chain's message is lost
+    assert runtime.reconcile.run().rearmed == []  # not yet overdue: it may still come
+    clock.advance(runtime.settings.pipeline.poll_initial_s + CHAIN_GRACE_S + 1)
     assert runtime.reconcile.run().rearmed == [job.id]
     seq = runtime.store.get(job.id).poll_seq
     assert JobMessage(job_id=job.id, kind="poll", poll_seq=seq) in queued_messages(runtime, POLL_QUEUE)
     assert drive(runtime, job.id).state is JobState.SUCCEEDED
+
+
+def test_a_live_poll_chain_costs_the_sweep_no_message(make_runtime: RuntimeFactory) -> None:
+    """Sweeps leave a chain alone while its message is due or just overdue; each poll moves the due time on."""
+    clock = Clock()
+    runtime = build_runtime(load_settings({**_env(make_runtime), "HASTE_POLL_INITIAL_S": "40"}), clock=clock)
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    drain(runtime)
+    job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    bound = runtime.store.get(job.id)
+    assert bound.poll_due_at == clock.now + timedelta(seconds=40)
+    poll_messages = queued_count(runtime, POLL_QUEUE)
+    for _ in range(5):  # a sweep a minute, past the due time and up to the grace
+        clock.advance((40 + CHAIN_GRACE_S) / 5)
+        assert runtime.reconcile.run().rearmed == []
+    runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=bound.poll_seq))  # the chain polls
+    polled = runtime.store.get(job.id)
+    assert polled.poll_seq == bound.poll_seq + 1
+    assert polled.poll_due_at == clock.now + timedelta(seconds=runtime.deps.poll_delay(polled.poll_seq))
+    clock.advance(CHAIN_GRACE_S)
+    assert runtime.reconcile.run().rearmed == []
+    assert queued_count(runtime, POLL_QUEUE) == poll_messages + 1  # the chain's next message, no other
+    clock.advance(runtime.deps.poll_delay(polled.poll_seq) + 1)  # now overdue past the grace: taken for lost
+    assert runtime.reconcile.run().rearmed == [job.id]
+    assert runtime.reconcile.run().rearmed == [job.id]  # until a poll moves the chain on
+    runtime.cancel.cancel(job.id)
 
 
 def test_provider_queue_wait_is_bounded(make_runtime: RuntimeFactory) -> None:

@@ -15,6 +15,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import REENQUEUE_AFTER_S, parse_request
+from hastegeo.pipeline.reconcile import CHAIN_GRACE_S
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry.tracer import TRACER, trace_id_of
@@ -144,7 +145,7 @@ def test_the_reconciler_keeps_jobs_in_their_traces_counts_its_findings_and_logs_
         running = accept_in_request_span(runtime, inputs=[], parameters={"sleep": 30})
         runtime.submit.handle(JobMessage(job_id=running, kind="submit"))
         stuck = accept_in_request_span(runtime, inputs=[])
-        clock.now += timedelta(seconds=REENQUEUE_AFTER_S + 1)
+        clock.now += timedelta(seconds=max(REENQUEUE_AFTER_S, CHAIN_GRACE_S + 60) + 1)  # both quiet for long
         del sent[:]
         for _ in range(3):
             runtime.reconcile.run()

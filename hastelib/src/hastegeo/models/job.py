@@ -119,6 +119,7 @@ INTERNAL_FIELDS = frozenset(
         "request_fingerprint",
         "poll_seq",
         "poll_message",
+        "poll_due_at",
         "detail",
         "idempotency_key",
         "progress_offset",
@@ -159,6 +160,11 @@ class Job(_Model):
     poll_seq: int = 0
     poll_message: QueuedMessage | None = Field(
         None, description="The poll chain's pending message, deleted once the job ends before it arrives."
+    )
+    # Beside poll_message, not in it: a record read by the release before this field ignores an unknown
+    # member of the job, where one inside poll_message would fail its validation.
+    poll_due_at: datetime | None = Field(
+        None, description="When the pending poll message is due: the reconciler leaves the chain alone until then."
     )
     progress_offset: int = Field(0, description="Bytes of the progress log already copied into the history.")
     history: list[StatusEvent] = Field(default_factory=list)

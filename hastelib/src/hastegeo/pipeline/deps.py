@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from hastegeo.compute.contract import BlobLocation
@@ -17,17 +17,28 @@ from hastegeo.compute.router import ComputeRouter
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings
 from hastegeo.models.history import append_event, make_event
-from hastegeo.models.job import Job
+from hastegeo.models.job import Job, QueuedMessage
 from hastegeo.models.states import JobState, transition
 from hastegeo.processors.base import Processor, SpecInputs
 from hastegeo.store.jobs import JobStore, Versioned
-from hastegeo.store.queues import JobMessage, QueueSender
+from hastegeo.store.queues import POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.telemetry.meter import ReasonClass
 from hastegeo.utils.errors import JobNotFoundError
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PendingPoll:
+    """A poll-chain message just sent, as the job records it: to delete it early, and to know when it is due."""
+
+    message: QueuedMessage | None
+    due_at: datetime
+
+    def fields(self) -> dict[str, Any]:
+        return {"poll_message": self.message, "poll_due_at": self.due_at}
 
 
 @dataclass(frozen=True)
@@ -136,6 +147,11 @@ class PipelineDeps:
     def poll_delay(self, seq: int) -> float:
         pipeline = self.settings.pipeline
         return float(min(pipeline.poll_initial_s * pipeline.poll_backoff**seq, pipeline.poll_max_s))
+
+    def send_poll(self, job_id: str, seq: int, delay_s: float) -> PendingPoll:
+        """Send the poll chain's message number ``seq``, visible after ``delay_s``."""
+        sent = self.queues.send(POLL_QUEUE, JobMessage(job_id=job_id, kind="poll", poll_seq=seq), delay_s)
+        return PendingPoll(sent, self.clock() + timedelta(seconds=delay_s))
 
 
 def ended_job(job: Job, reason_class: ReasonClass = "workload") -> None:

@@ -20,11 +20,11 @@ from typing import Any
 
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.history import add_workload_events
-from hastegeo.models.job import Job, JobRequest, QueuedMessage
+from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PipelineDeps, ended_job
+from hastegeo.pipeline.deps import PendingPoll, PipelineDeps, ended_job
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
 from hastegeo.processors.base import PostprocessError
@@ -119,7 +119,7 @@ class PollStep:
             updates: dict[str, Any] = {"detail": note, "progress": status.progress, "last_error": None}
             if advance:
                 updates["poll_seq"] = seq + 1
-                updates["poll_message"] = pending
+                updates.update(pending.fields() if pending else {})
                 updates["attempts"] = current.attempts.model_copy(update={"poll": current.attempts.poll + 1})
             # The workload's lines first: they were written before this poll noticed anything.
             updated = self._workload_lines(current, fresh)
@@ -160,21 +160,19 @@ class PollStep:
             updates: dict[str, Any] = {"last_error": message}
             if chain and current.poll_seq == seq:
                 updates["poll_seq"] = seq + 1
-                updates["poll_message"] = pending
+                updates.update(pending.fields() if pending else {})
             if current.last_error == message:
                 return current.model_copy(update=updates)
             return deps.event(current, message=message, source=SOURCE, **updates)
 
         deps.store.update(job.id, change, known=version)
 
-    def _next_poll(self, job: Job, chain: bool) -> QueuedMessage | None:
+    def _next_poll(self, job: Job, chain: bool) -> PendingPoll | None:
         """Extend the chain (a chain message only), before the write that advances it names the new message."""
         if not chain:
             return None
         seq = job.poll_seq + 1
-        return self._deps.queues.send(
-            POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=seq), self._deps.poll_delay(seq)
-        )
+        return self._deps.send_poll(job.id, seq, self._deps.poll_delay(seq))
 
     def _chain_ended(self, job: Job, message: JobMessage) -> None:
         """The job has just ended: delete the chain's pending message before it arrives (best effort).

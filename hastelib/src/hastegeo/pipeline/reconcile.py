@@ -6,9 +6,13 @@ job, whatever the number of finished ones; ADR 0011), which the listing also rep
 - a job past its deadline is failed with the reason, and its provider job cancelled;
 - a job still queued or submitting after a while gets its submit message again
   (the message may have been lost with a crash; a duplicate is harmless);
-- a running job gets its poll chain re-armed with its *current* sequence
-  number: if the chain is alive the extra message is a duplicate and is
-  dropped, if it died with a crash the job is followed again;
+- a running job whose poll chain has gone quiet gets it re-armed with its
+  *current* sequence number: the job records when the chain's pending message is
+  due, and a live chain replaces that record every time it polls, so only a
+  message long overdue (:data:`CHAIN_GRACE_S`) is taken for lost. Should the chain
+  be alive after all (a backlog), the extra message is a duplicate and is dropped;
+  if it died, the job is followed again. A healthy chain costs the sweep nothing
+  but the read it makes of every unfinished job;
 - a provider job whose record has ended, or does not exist, is cancelled.
 
 Each action is safe to repeat, so two reconcilers running at once only
@@ -28,17 +32,18 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from azure.core.exceptions import AzureError
 
 from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import REENQUEUE_AFTER_S
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.jobs import Unfinished
-from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import HasteError, describe_exception
@@ -46,6 +51,20 @@ from hastegeo.utils.errors import HasteError, describe_exception
 log = logging.getLogger(__name__)
 SOURCE = "reconcile"
 FOLLOWED_STATES = frozenset({JobState.RUNNING, JobState.CANCEL_REQUESTED, JobState.POSTPROCESSING})
+# How long past its due time a poll message may stay unhandled before its chain is taken for lost. A
+# message that fails is delivered again after host.json's visibilityTimeout, up to maxDequeueCount times
+# (then the poison step ends the job), and a long post-processing holds its message for up to the
+# functionTimeout; a burst's backlog can hold it longer still, where a duplicate costs one dropped poll.
+CHAIN_GRACE_S = 300.0
+
+
+def chain_quiet(job: Job, now: datetime) -> bool:
+    """Whether the job's poll chain needs a new message: its pending one is long overdue, or of unknown time (pure).
+
+    Records written before the due time was kept (or by the release before it) have none: their chain is
+    re-armed on every sweep, as before.
+    """
+    return job.poll_due_at is None or (now - job.poll_due_at).total_seconds() > CHAIN_GRACE_S
 
 
 @dataclass
@@ -160,9 +179,9 @@ class ReconcileStep:
             report.resubmitted.append(item.job_id)
         elif item.state in FOLLOWED_STATES:
             job = item.job or deps.store.get(item.job_id)
-            if not job.state.terminal:
+            if not job.state.terminal and chain_quiet(job, now):
                 with tracer.within(job.trace_parent):  # the re-armed chain continues the job's trace
-                    deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq))
+                    deps.send_poll(job.id, job.poll_seq, 0)
                 report.rearmed.append(job.id)
 
     def _expire(self, job_id: str, report: ReconcileReport) -> None:

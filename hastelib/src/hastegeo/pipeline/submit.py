@@ -13,12 +13,12 @@ import logging
 from datetime import datetime, timedelta
 
 from hastegeo.compute.contract import ComputeJobHandle
-from hastegeo.models.job import Job, QueuedMessage
+from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.deps import PendingPoll, PipelineDeps
 from hastegeo.store.jobs import Versioned
-from hastegeo.store.queues import POLL_QUEUE, JobMessage
+from hastegeo.store.queues import JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.telemetry.meter import ReasonClass
@@ -122,7 +122,7 @@ class SubmitStep:
             log.warning("cancel after submit of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job))
 
     def _bind(
-        self, job: Job, handle: ComputeJobHandle, pending: QueuedMessage | None, started: datetime, attempt: int
+        self, job: Job, handle: ComputeJobHandle, pending: PendingPoll, started: datetime, attempt: int
     ) -> Job | None:
         """Store the handle and move the job to running; a queued job first gets its ``submitting`` event,
         dated when the submission began (one write for both)."""
@@ -153,12 +153,10 @@ class SubmitStep:
             state=target,
             handle=handle,
             last_error=None,  # submitted: an earlier attempt's error is past
-            poll_message=pending,
+            **pending.fields(),
             started_at=now,
             deadline_at=now + timedelta(seconds=deps.settings.pipeline.run_deadline_s),
         )
 
-    def _arm_poll(self, job: Job) -> QueuedMessage | None:
-        return self._deps.queues.send(
-            POLL_QUEUE, JobMessage(job_id=job.id, kind="poll", poll_seq=job.poll_seq), self._deps.poll_delay(0)
-        )
+    def _arm_poll(self, job: Job) -> PendingPoll:
+        return self._deps.send_poll(job.id, job.poll_seq, self._deps.poll_delay(0))
