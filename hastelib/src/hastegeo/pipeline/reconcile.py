@@ -53,8 +53,9 @@ SOURCE = "reconcile"
 FOLLOWED_STATES = frozenset({JobState.RUNNING, JobState.CANCEL_REQUESTED, JobState.POSTPROCESSING})
 # How long past its due time a poll message may stay unhandled before its chain is taken for lost. A
 # message that fails is delivered again after host.json's visibilityTimeout, up to maxDequeueCount times
-# (then the poison step ends the job), and a long post-processing holds its message for up to the
-# functionTimeout; a burst's backlog can hold it longer still, where a duplicate costs one dropped poll.
+# (then the poison step ends the job). A burst's backlog, or a post-processing longer than this (the
+# functionTimeout allows 10 minutes), can hold it longer: the duplicate then costs one dropped poll, or
+# one more post-processing attempt, as it did on every sweep before the due time was kept.
 CHAIN_GRACE_S = 300.0
 
 
