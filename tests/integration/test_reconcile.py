@@ -247,7 +247,8 @@ def test_a_live_poll_chain_costs_the_sweep_no_message(make_runtime: RuntimeFacto
     job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
     runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
     bound = runtime.store.get(job.id)
-    assert bound.poll_due_at == clock.now + timedelta(seconds=40)
+    assert bound.poll_due_at == clock.now + timedelta(seconds=40)  # stored, and read back as written
+    assert "pollDueAt" not in bound.api_view()  # bookkeeping, never shown
     poll_messages = queued_count(runtime, POLL_QUEUE)
     for _ in range(5):  # a sweep a minute, past the due time and up to the grace
         clock.advance((40 + CHAIN_GRACE_S) / 5)

@@ -37,7 +37,6 @@ from datetime import datetime, timedelta
 from azure.core.exceptions import AzureError
 
 from hastegeo.compute.contract import ComputeJobHandle
-from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import REENQUEUE_AFTER_S
 from hastegeo.pipeline.deadlines import expire
@@ -59,13 +58,13 @@ FOLLOWED_STATES = frozenset({JobState.RUNNING, JobState.CANCEL_REQUESTED, JobSta
 CHAIN_GRACE_S = 300.0
 
 
-def chain_quiet(job: Job, now: datetime) -> bool:
-    """Whether the job's poll chain needs a new message: its pending one is long overdue, or of unknown time (pure).
+def chain_quiet(due_at: datetime | None, now: datetime) -> bool:
+    """Whether a poll chain whose pending message is due at ``due_at`` needs a new message (pure).
 
     Records written before the due time was kept (or by the release before it) have none: their chain is
     re-armed on every sweep, as before.
     """
-    return job.poll_due_at is None or (now - job.poll_due_at).total_seconds() > CHAIN_GRACE_S
+    return due_at is None or (now - due_at).total_seconds() > CHAIN_GRACE_S
 
 
 @dataclass
@@ -180,7 +179,7 @@ class ReconcileStep:
             report.resubmitted.append(item.job_id)
         elif item.state in FOLLOWED_STATES:
             job = item.job or deps.store.get(item.job_id)
-            if not job.state.terminal and chain_quiet(job, now):
+            if not job.state.terminal and chain_quiet(job.poll_due_at, now):
                 with tracer.within(job.trace_parent):  # the re-armed chain continues the job's trace
                     deps.send_poll(job.id, job.poll_seq, 0)
                 report.rearmed.append(job.id)
