@@ -75,14 +75,15 @@ resource pools 'Microsoft.Batch/batchAccounts/pools@2024-07-01' = [
       targetNodeCommunicationMode: 'Simplified'
       deploymentConfiguration: {
         virtualMachineConfiguration: {
-          // Ubuntu 22.04 with a container runtime, maintained for Batch container workloads.
+          // Ubuntu 24.04 with a container runtime, maintained for Batch container workloads; the
+          // Ubuntu 22.04 image and its node agent are retired on 2027-06-30 (Azure/Batch#200).
           imageReference: {
             publisher: 'microsoft-dsvm'
             offer: 'ubuntu-hpc'
-            sku: '2204'
+            sku: '2404'
             version: 'latest'
           }
-          nodeAgentSkuId: 'batch.node.ubuntu 22.04'
+          nodeAgentSkuId: 'batch.node.ubuntu 24.04'
           containerConfiguration: {
             type: 'DockerCompatible'
             // Images are pulled when a task starts, so a pool can exist before its image does.

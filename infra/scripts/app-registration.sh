@@ -3,6 +3,8 @@
 #
 #   infra/scripts/app-registration.sh --name haste-dev \
 #       [--readers <group object id>] [--submitters <group object id>] [--admins <group object id>] \
+#       [--reader-users <user object id>,...] [--submitter-users ...] [--admin-users ...] \
+#       [--project-groups <group id>=<project>,...] [--groups-claim application|security] \
 #       [--console-url https://<function app host>/api/console/]
 #
 # What it makes sure of (docs/adr/0007, docs/deploy.md):
@@ -13,9 +15,15 @@
 #   - the delegated scope user_impersonation, and the Azure CLI pre-authorised for it, so
 #     `az account get-access-token` and the haste CLI (azure-identity) get tokens without consent;
 #   - its service principal, and each group given as a parameter assigned its app role (an
-#     assignment that exists is left alone);
+#     assignment that exists is left alone), each user given by --*-users too;
+#   - the project groups (--project-groups, the HASTE_PROJECT_GROUPS form) assigned to the app
+#     (as Haste.Reader), because `groups` claims limited to ApplicationGroup carry only groups
+#     assigned to the app;
 #   - with --console-url, that address as a single-page-application redirect URI, so the web
 #     console signs in with the authorization code flow and PKCE (docs/adr/0014).
+# Assigning a GROUP to an app needs Microsoft Entra ID P1 or P2 in the tenant (docs/deploy.md).
+# Without it: give roles to users (--*-users) and pass --groups-claim security, which puts the
+# user's security groups in the token without assigning them, and assigns no group at all.
 # Prints progress on stderr and the client id, alone, as the last line of stdout:
 #   azd env set DEPLOY_AUTH_CLIENT_ID "$(infra/scripts/app-registration.sh --name haste-dev)"
 # Needs the Azure CLI signed in as someone who may create app registrations and assign app roles
@@ -35,14 +43,24 @@ readers="${HASTE_READERS_GROUP_ID:-}"
 submitters="${HASTE_SUBMITTERS_GROUP_ID:-}"
 admins="${HASTE_ADMINS_GROUP_ID:-}"
 console_url="${HASTE_CONSOLE_URL:-}"
+reader_users="${HASTE_READER_USER_IDS:-}"
+submitter_users="${HASTE_SUBMITTER_USER_IDS:-}"
+admin_users="${HASTE_ADMIN_USER_IDS:-}"
+project_groups="${HASTE_PROJECT_GROUPS:-}"
+groups_claim="${HASTE_GROUPS_CLAIM:-application}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --name) name="${2:?--name needs a value}"; shift 2 ;;
     --readers) readers="${2:?--readers needs a group object id}"; shift 2 ;;
     --submitters) submitters="${2:?--submitters needs a group object id}"; shift 2 ;;
     --admins) admins="${2:?--admins needs a group object id}"; shift 2 ;;
+    --reader-users) reader_users="${2:?--reader-users needs user object ids}"; shift 2 ;;
+    --submitter-users) submitter_users="${2:?--submitter-users needs user object ids}"; shift 2 ;;
+    --admin-users) admin_users="${2:?--admin-users needs user object ids}"; shift 2 ;;
+    --project-groups) project_groups="${2:?--project-groups needs groupId=project,...}"; shift 2 ;;
+    --groups-claim) groups_claim="${2:?--groups-claim needs application or security}"; shift 2 ;;
     --console-url) console_url="${2:?--console-url needs the https address of the console}"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "app-registration: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -63,6 +81,32 @@ for pair in "readers=$readers" "submitters=$submitters" "admins=$admins"; do
     exit 2
   fi
 done
+# Comma-separated lists: user ids, and the project groups' ids (HASTE_PROJECT_GROUPS: id=project).
+project_group_ids=""
+for entry in ${project_groups//,/ }; do
+  project_group_ids="$project_group_ids,${entry%%=*}"
+done
+for pair in "reader-users=$reader_users" "submitter-users=$submitter_users" "admin-users=$admin_users" \
+  "project-groups=$project_group_ids"; do
+  list="${pair#*=}"
+  for value in ${list//,/ }; do
+    if ! [[ "$value" =~ $guid_re ]]; then
+      echo "app-registration: --${pair%%=*} takes object ids (GUIDs), got '$value'" >&2
+      exit 2
+    fi
+  done
+done
+case "$groups_claim" in
+  application) groups_claim_value="ApplicationGroup" ;;
+  security)
+    groups_claim_value="SecurityGroup"
+    if [ -n "$readers$submitters$admins" ]; then
+      echo "app-registration: --groups-claim security assigns no group (no Entra ID P1); give roles with --*-users" >&2
+      exit 2
+    fi
+    ;;
+  *) echo "app-registration: --groups-claim must be application or security, got '$groups_claim'" >&2; exit 2 ;;
+esac
 
 log() { echo "app-registration: $*" >&2; }
 workdir="$(mktemp -d)"
@@ -86,7 +130,7 @@ role() { # id value display description
 cat > "$workdir/app.json" <<EOF
 {
   "identifierUris": ["api://$client_id"],
-  "groupMembershipClaims": "ApplicationGroup",
+  "groupMembershipClaims": "$groups_claim_value",
   "appRoles": [
     $(role "$READER_ROLE_ID" "Haste.Reader" "Haste reader" "Lists and reads the jobs of the caller's projects."),
     $(role "$SUBMITTER_ROLE_ID" "Haste.Submitter" "Haste submitter" "Reads, submits and cancels jobs of the caller's projects."),
@@ -117,10 +161,7 @@ az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
   --headers "Content-Type=application/json" --body "@$workdir/preauth.json" --output none
 log "identifier URI api://$client_id, roles Haste.Reader/Submitter/Admin, Azure CLI pre-authorised"
 if [ -n "$console_url" ]; then
-  printf '{"spa": {"redirectUris": ["%s"]}}' "$console_url" > "$workdir/spa.json"
-  az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
-    --headers "Content-Type=application/json" --body "@$workdir/spa.json" --output none
-  log "web console redirect URI $console_url"
+  bash "$(dirname "$0")/console-redirect.sh" "$client_id" "$console_url"
 fi
 
 # 3. The service principal (enterprise application) that role assignments hang on.
@@ -130,22 +171,37 @@ if [ -z "$sp_id" ]; then
   log "created service principal $sp_id"
 fi
 
-# 4. Groups to roles; an assignment that already exists is not sent again.
+# 4. Groups and users to roles; an assignment that already exists is not sent again.
 existing="$(az rest --method GET --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
   --query "value[].[principalId, appRoleId]" --output tsv)"
-assign() { # group role-id role-name
+assign() { # principal role-id role-name kind
   [ -n "$1" ] || return 0
   if printf '%s\n' "$existing" | grep -qi "^$1[[:space:]]*$2\$"; then
-    log "group $1 already has $3"
+    log "$4 $1 already has $3"
     return 0
   fi
   printf '{"principalId":"%s","resourceId":"%s","appRoleId":"%s"}' "$1" "$sp_id" "$2" > "$workdir/assign.json"
-  az rest --method POST --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
-    --headers "Content-Type=application/json" --body "@$workdir/assign.json" --output none
-  log "assigned $3 to group $1"
+  if ! az rest --method POST --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
+    --headers "Content-Type=application/json" --body "@$workdir/assign.json" --output none; then
+    if [ "$4" = group ]; then
+      log "could not assign $3 to group $1: assigning groups to an app needs Microsoft Entra ID P1 or P2;" \
+        "without it give roles to users (--reader-users, --submitter-users, --admin-users) and pass --groups-claim security"
+    fi
+    return 1
+  fi
+  existing="$existing"$'\n'"$1	$2"
+  log "assigned $3 to $4 $1"
 }
-assign "$readers" "$READER_ROLE_ID" Haste.Reader
-assign "$submitters" "$SUBMITTER_ROLE_ID" Haste.Submitter
-assign "$admins" "$ADMIN_ROLE_ID" Haste.Admin
+assign "$readers" "$READER_ROLE_ID" Haste.Reader group
+assign "$submitters" "$SUBMITTER_ROLE_ID" Haste.Submitter group
+assign "$admins" "$ADMIN_ROLE_ID" Haste.Admin group
+for user in ${reader_users//,/ }; do assign "$user" "$READER_ROLE_ID" Haste.Reader user; done
+for user in ${submitter_users//,/ }; do assign "$user" "$SUBMITTER_ROLE_ID" Haste.Submitter user; done
+for user in ${admin_users//,/ }; do assign "$user" "$ADMIN_ROLE_ID" Haste.Admin user; done
+# Project groups: in the token only when assigned to the app (ApplicationGroup). With the
+# SecurityGroup claim every security group of the user is in it already, and none is assigned.
+if [ "$groups_claim" = application ]; then
+  for group in ${project_group_ids//,/ }; do assign "$group" "$READER_ROLE_ID" Haste.Reader group; done
+fi
 
 echo "$client_id"

@@ -118,6 +118,193 @@ def test_app_registration_refuses_a_group_that_is_not_an_object_id(az: StubAz) -
     assert (missing.returncode, "--name is required" in missing.stderr) == (2, True)
 
 
+USERS = ["44444444-4444-4444-4444-444444444444", "55555555-5555-5555-5555-555555555555"]
+PROJECT_GROUP = "66666666-6666-6666-6666-666666666666"
+
+
+def test_app_registration_assigns_users_and_the_project_groups(az: StubAz) -> None:
+    """Without Entra ID P1 roles go to users; the project groups must be assigned to reach the token."""
+    az.answer(NEW_APP)
+    result = run(
+        "app-registration.sh",
+        az,
+        "--name",
+        "haste-dev",
+        "--readers",
+        READERS,
+        "--submitter-users",
+        ",".join(USERS),
+        HASTE_PROJECT_GROUPS=f"{PROJECT_GROUP}=alpha,{READERS}=beta",
+    )
+    assert result.returncode == 0, result.stderr
+    reader = next(r["id"] for r in patches(az)[0]["appRoles"] if r["value"] == "Haste.Reader")
+    submitter = next(r["id"] for r in patches(az)[0]["appRoles"] if r["value"] == "Haste.Submitter")
+    assert [(p["principalId"], p["appRoleId"]) for p in posts(az)] == [
+        (READERS, reader),
+        (USERS[0], submitter),
+        (USERS[1], submitter),
+        (PROJECT_GROUP, reader),
+    ], "each principal once: the readers group, also a project group, is not sent again"
+    assert patches(az)[0]["groupMembershipClaims"] == "ApplicationGroup"
+
+
+def test_app_registration_without_entra_p1_assigns_no_group(az: StubAz) -> None:
+    az.answer(NEW_APP)
+    result = run(
+        "app-registration.sh",
+        az,
+        "--name",
+        "haste-dev",
+        "--groups-claim",
+        "security",
+        "--admin-users",
+        USERS[0],
+        HASTE_PROJECT_GROUPS=f"{PROJECT_GROUP}=alpha",
+    )
+    assert result.returncode == 0, result.stderr
+    assert patches(az)[0]["groupMembershipClaims"] == "SecurityGroup"
+    assert [p["principalId"] for p in posts(az)] == [USERS[0]]
+    refused = run("app-registration.sh", az, "--name", "haste-dev", "--groups-claim", "security", "--readers", READERS)
+    assert refused.returncode == 2
+    assert "assigns no group" in refused.stderr
+
+
+def test_app_registration_says_what_a_refused_group_assignment_needs(az: StubAz) -> None:
+    az.answer(
+        [
+            {"match": ["rest", "--method", "POST"], "exit": 1, "stderr": "ERROR: Forbidden\n"},
+            *NEW_APP,
+        ]
+    )
+    result = run("app-registration.sh", az, "--name", "haste-dev", "--readers", READERS)
+    assert result.returncode != 0
+    assert "needs Microsoft Entra ID P1 or P2" in result.stderr
+    assert "--groups-claim security" in result.stderr
+
+
+def test_app_registration_refuses_user_ids_that_are_not_object_ids(az: StubAz) -> None:
+    result = run("app-registration.sh", az, "--name", "haste-dev", "--admin-users", f"{USERS[0]},alice@example.com")
+    assert result.returncode == 2
+    assert "--admin-users takes object ids" in result.stderr
+    assert az.calls() == []
+
+
+# ---- the console's redirect URI
+
+NO_REDIRECTS = {"match": ["ad", "app", "show", "spa.redirectUris[]"], "stdout": ""}
+CONSOLE = "https://func-haste-abc.azurewebsites.net/api/console/"
+
+
+def test_console_redirect_keeps_the_registered_uris_and_adds_the_console(az: StubAz) -> None:
+    az.answer(
+        [
+            {"match": ["ad", "app", "show", "spa.redirectUris[]"], "stdout": "http://localhost:7071/api/console/\n"},
+            {"match": ["ad", "app", "show"], "stdout": "object-1\n"},
+        ]
+    )
+    result = run("console-redirect.sh", az, "client-1", "https://func-haste-abc.azurewebsites.net")
+    assert result.returncode == 0, result.stderr
+    assert patches(az) == [{"spa": {"redirectUris": ["http://localhost:7071/api/console/", CONSOLE]}}]
+    assert "PATCH --uri https://graph.microsoft.com/v1.0/applications/object-1" in " | ".join(az.commands())
+
+
+def test_console_redirect_sends_nothing_when_the_uri_is_there(az: StubAz) -> None:
+    az.answer(
+        [
+            {"match": ["ad", "app", "show", "spa.redirectUris[]"], "stdout": f"{CONSOLE}\n"},
+            {"match": ["ad", "app", "show"], "stdout": "object-1\n"},
+        ]
+    )
+    result = run("console-redirect.sh", az, "client-1", CONSOLE)
+    assert result.returncode == 0, result.stderr
+    assert patches(az) == []
+    assert "already registered" in result.stderr
+
+
+def test_console_redirect_refuses_a_plain_http_host_and_an_unknown_app(az: StubAz) -> None:
+    assert run("console-redirect.sh", az, "client-1", "http://x.example").returncode == 2
+    assert az.calls() == []
+    az.answer([{"match": ["ad", "app", "show"], "stdout": ""}])
+    assert run("console-redirect.sh", az, "client-9", CONSOLE).returncode == 1
+
+
+def test_postprovision_registers_the_console_before_building_images(az: StubAz) -> None:
+    az.answer(
+        [
+            NO_REDIRECTS,
+            {"match": ["ad", "app", "show"], "stdout": "object-1\n"},
+        ]
+    )
+    result = run(
+        "postprovision.sh",
+        az,
+        DEPLOY_AUTH_CLIENT_ID="client-1",
+        FUNCTION_APP_URL="https://func-haste-abc.azurewebsites.net",
+        AZURE_CONTAINER_REGISTRY_NAME="crhaste",
+        AML_MODE="Disabled",
+    )
+    assert result.returncode == 0, result.stderr
+    commands = az.commands()
+    assert patches(az) == [{"spa": {"redirectUris": [CONSOLE]}}]
+    patch_at = next(i for i, c in enumerate(commands) if c.startswith("rest --method PATCH"))
+    build_at = next(i for i, c in enumerate(commands) if c.startswith("acr build"))
+    assert patch_at < build_at
+    missing = run("postprovision.sh", az, AZURE_CONTAINER_REGISTRY_NAME="crhaste", AML_MODE="Disabled")
+    assert missing.returncode != 0
+    assert "DEPLOY_AUTH_CLIENT_ID" in missing.stderr
+
+
+# ---- a role assigned in the same run: 403 is retried, within bounds
+
+
+def flaky(tmp_path: Path, refusals: int, message: str = "ERROR: (403) Forbidden") -> Path:
+    """A command refused ``refusals`` times with ``message``, then successful; counts its runs."""
+    counter = tmp_path / "runs"
+    script = tmp_path / "flaky"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'n=$(($(cat {counter} 2>/dev/null || echo 0) + 1)); echo "$n" > {counter}\n'
+        f'if [ "$n" -le {refusals} ]; then echo "{message}" >&2; exit 3; fi\n'
+        'echo "deployed $*"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def retry(az: StubAz, command: Path, *args: str, attempts: str = "4") -> subprocess.CompletedProcess[str]:
+    return run("retry-on-403.sh", az, str(command), *args, RETRY_403_ATTEMPTS=attempts, RETRY_403_FIRST_WAIT_S="0")
+
+
+def test_a_403_is_retried_until_the_role_has_propagated(az: StubAz, tmp_path: Path) -> None:
+    result = retry(az, flaky(tmp_path, 2), "--src", "app.zip")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "deployed --src app.zip"
+    assert (tmp_path / "runs").read_text().strip() == "3"
+    assert result.stderr.count("refused (403)") == 2
+
+
+def test_the_retries_are_bounded(az: StubAz, tmp_path: Path) -> None:
+    result = retry(az, flaky(tmp_path, 99, "AuthorizationPermissionMismatch"), attempts="3")
+    assert result.returncode == 3
+    assert (tmp_path / "runs").read_text().strip() == "3"
+    assert "still refused (403) after 3 attempts" in result.stderr
+
+
+def test_any_other_failure_is_not_retried(az: StubAz, tmp_path: Path) -> None:
+    result = retry(az, flaky(tmp_path, 99, "ERROR: (404) ResourceNotFound"))
+    assert result.returncode == 3
+    assert (tmp_path / "runs").read_text().strip() == "1"
+
+
+def test_each_attempt_is_bounded_in_time(az: StubAz, tmp_path: Path) -> None:
+    sleeper = tmp_path / "sleeper"
+    sleeper.write_text("#!/bin/sh\nsleep 30\n")
+    sleeper.chmod(0o755)
+    result = run("retry-on-403.sh", az, str(sleeper), RETRY_403_RUN_TIMEOUT_S="1")
+    assert result.returncode == 124
+    assert "did not finish within 1s" in result.stderr
+
+
 # ---- images
 
 
@@ -254,7 +441,7 @@ def test_what_if_error_stops_the_deploy_with_every_message(tmp_path: Path) -> No
 
 
 def test_app_registration_adds_the_console_as_a_spa_redirect(az: StubAz) -> None:
-    az.answer(NEW_APP)
+    az.answer([NO_REDIRECTS, *NEW_APP])
     url = "https://func-haste-abc.azurewebsites.net/api/console/"
     result = run("app-registration.sh", az, "--name", "haste-dev", "--console-url", url)
     assert result.returncode == 0, result.stderr

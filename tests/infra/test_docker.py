@@ -17,6 +17,7 @@ import pytest
 
 from hastegeo.workflows.runtime import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from tests.drift.conftest import REPO
+from tests.infra import dockerignore
 
 DOCKER = REPO / "infra" / "docker"
 IMAGES = ("geo", "train")
@@ -122,3 +123,107 @@ def test_entrypoint_refuses_a_workload_of_the_other_image_and_a_missing_workdir(
     missing = run_entrypoint(["imagery"], {}, fake_python)
     assert missing.returncode == 64
     assert WORKDIR_VARIABLE in missing.stderr
+
+
+# ---- any builder, and only what the images need in the build context
+
+# Docker's reference marks these as BuildKit (Dockerfile frontend) only; the classic builder, which
+# `az acr build` may use, refuses them or reads a heredoc's body as instructions.
+BUILDKIT_ONLY = re.compile(r"--(chmod|link|mount|parents|exclude|checksum|keep-git-dir|network|security)\b|<<")
+DOCKERFILES = sorted(DOCKER.glob("**/Dockerfile*"))
+
+
+def instructions(path: Path) -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n", " ", path.read_text(encoding="utf-8"))
+    return [line.strip() for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_every_dockerfile_is_found() -> None:
+    assert {path.parent.name for path in DOCKERFILES} >= set(IMAGES)
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_dockerfile_uses_only_what_the_classic_builder_accepts(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert not re.search(r"^#\s*syntax\s*=", text, re.MULTILINE | re.IGNORECASE), f"{path}: BuildKit frontend"
+    for line in instructions(path):
+        found = BUILDKIT_ONLY.search(line)
+        assert found is None, f"{path}: {found.group(0) if found else ''} needs BuildKit: {line}"
+
+
+def copied_sources(path: Path) -> list[str]:
+    sources = []
+    for line in instructions(path):
+        words = line.split()
+        if words[0].upper() in ("COPY", "ADD") and not any(w.startswith("--from") for w in words):
+            sources += [w for w in words[1:-1] if not w.startswith("--")]
+    return sources
+
+
+def tracked(prefix: str) -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "--", prefix], cwd=REPO, capture_output=True, text=True, check=True)
+    return listed.stdout.split()
+
+
+IGNORE_FILE = REPO / ".dockerignore"
+RULES = dockerignore.parse(IGNORE_FILE.read_text(encoding="utf-8")) if IGNORE_FILE.exists() else []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".venv/lib/python3.11/site-packages/azure/core/__init__.py",
+        "node_modules/eslint/package.json",
+        ".git/HEAD",
+        "hastelib/build/lib/hastegeo/__init__.py",
+        "hastelib/dist/hastegeo-0.1.0.tar.gz",
+        "hastelib/dev/src/hastegeo_dev/__init__.py",
+        "hastelib/src/hastegeo.egg-info/PKG-INFO",
+        "hastelib/src/hastegeo/__pycache__/auth.cpython-311.pyc",
+        "hastelib/.mypy_cache/3.11/cache.db",
+        ".pytest_cache/v/cache/nodeids",
+        ".ruff_cache/CACHEDIR.TAG",
+        "dist/function-app.zip",
+        "tests/conftest.py",
+        "docs/deploy.md",
+        "local.settings.json",
+    ],
+)
+def test_the_build_context_leaves_out(path: str) -> None:
+    assert RULES, "no .dockerignore: `az acr build .` uploads the whole checkout"
+    assert dockerignore.excluded(RULES, path), path
+
+
+@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_the_build_context_holds_what_each_dockerfile_copies(path: Path) -> None:
+    assert RULES
+    for source in copied_sources(path):
+        files = tracked(source)
+        assert files, f"{path}: COPY {source} matches no tracked file"
+        if source.rstrip("/") == "hastelib":
+            files = [f for f in files if not f.startswith("hastelib/dev/")]
+        missing = [f for f in files if dockerignore.excluded(RULES, f)]
+        assert not missing, f"{path}: COPY {source} but .dockerignore leaves out {missing[:5]}"
+
+
+def test_the_build_context_of_this_checkout_is_the_images_files_alone() -> None:
+    """Walk this checkout as Docker would (.venv, node_modules and caches included when present)."""
+    assert RULES
+    sent = list(dockerignore.context(REPO, RULES))
+    assert sent
+    outside = [f for f in sent if not f.startswith(("hastelib/", "infra/docker/"))]
+    assert not outside, outside[:10]
+    assert not [f for f in sent if "__pycache__" in f or ".egg-info" in f or f.startswith("hastelib/dev/")]
+
+
+def test_dockerignore_matching_follows_docker_rules() -> None:
+    rules = dockerignore.parse("# comment\n/a/*.txt\n**/tmp\n!a/keep.txt\nb?/c\n\\!x\n")
+    assert dockerignore.excluded(rules, "a/x.txt")
+    assert not dockerignore.excluded(rules, "a/keep.txt")
+    assert not dockerignore.excluded(rules, "a/sub/x.txt")
+    assert dockerignore.excluded(rules, "tmp/f")
+    assert dockerignore.excluded(rules, "q/r/tmp/f")
+    assert dockerignore.excluded(rules, "b1/c/deep")
+    assert not dockerignore.excluded(rules, "b12/c")
+    assert dockerignore.excluded(rules, "!x")

@@ -176,3 +176,36 @@ def test_ci_compiles_and_lints_the_bicep() -> None:
 def test_dependabot_covers_pip_npm_and_actions() -> None:
     ecosystems = {update["package-ecosystem"] for update in load(DEPENDABOT)["updates"]}
     assert {"pip", "npm", "github-actions"} <= ecosystems
+
+
+# ---- nothing waits forever, and a role that has not propagated yet is waited for
+
+
+# A step that only reads the checkout or sets a variable could not run long; every other step can
+# (network, Azure, builds), so each step and each job carries its own bound.
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_every_job_and_step_has_a_timeout(path: Path) -> None:
+    document = load(path)
+    for job_id, job in document["jobs"].items():
+        assert isinstance(job.get("timeout-minutes"), int), f"{path.name}: job {job_id} has no timeout-minutes"
+        for step in job.get("steps", []):
+            limit = step.get("timeout-minutes")
+            assert isinstance(limit, int), f"{path.name}: {job_id} step {step.get('name')!r} has no timeout-minutes"
+            assert 0 < limit <= job["timeout-minutes"], f"{path.name}: {step.get('name')!r} outlives its job"
+
+
+def test_the_package_upload_retries_on_403_with_a_bound() -> None:
+    """The app's storage role is assigned in this run; the publish goes through it (docs/adr/0019)."""
+    document = load(WORKFLOWS / "deploy.yml")
+    acting = [s for s in steps(document) if "config-zip" in s.get("run", "")]
+    assert acting, "no zip deploy step"
+    for step in acting:
+        assert "bash infra/scripts/retry-on-403.sh az functionapp deployment source config-zip" in step["run"]
+
+
+def test_the_console_redirect_uri_is_registered_once_the_host_is_known() -> None:
+    names = [step.get("name", "") for step in steps(load(WORKFLOWS / "deploy.yml"))]
+    runs = {step.get("name", ""): step.get("run", "") for step in steps(load(WORKFLOWS / "deploy.yml"))}
+    register = next(name for name in names if "redirect URI" in name)
+    assert names.index("Deploy infrastructure") < names.index(register) < names.index("Zip deploy")
+    assert 'infra/scripts/console-redirect.sh "$DEPLOY_AUTH_CLIENT_ID" "$URL"' in runs[register]

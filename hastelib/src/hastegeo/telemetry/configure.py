@@ -118,6 +118,10 @@ def _azure() -> None:
     # The managed identity (AZURE_CLIENT_ID names the user-assigned one); local
     # authentication is disabled on the App Insights resource.
     configure_azure_monitor(credential=DefaultAzureCredential(), logger_name="hastegeo")
+    # The distro's handler on "hastegeo" sends each record once. Propagating it to the root logger
+    # as well hands it to the Functions worker's handler, which forwards it to the host, which
+    # exports it a second time (two rows in `traces` for one record).
+    logging.getLogger("hastegeo").propagate = False
     # The distro's sampler (OTEL_TRACES_SAMPLER) decides, but a storage call's HTTP request is no
     # dependency row of its own: the SDK call's row already says it (docs/adr/0012).
     provider = trace.get_tracer_provider()
