@@ -218,3 +218,16 @@ def test_wrong_key_is_a_terminal_error(rig: Rig) -> None:
     backend = rig.make(BATCH_ACCOUNT_KEY="d3Jvbmcga2V5IHdyb25nIGtleSB3cm9uZyBrZXkgISE=")
     with pytest.raises(TerminalBackendError, match="AuthenticationFailed"):
         backend.submit(rig.spec("auth-1"))
+
+
+def test_the_task_runs_as_a_non_admin_user_in_its_own_writable_working_directory(rig: Rig) -> None:
+    """What reaches Batch: on Linux the container runs as the task user, who owns the task directory."""
+    backend = rig.make()
+    handle = backend.submit(rig.spec("user-1"))
+    body = rig.service.task(handle.provider_ids["job_id"], handle.provider_ids["task_id"]).body
+    assert body["userIdentity"] == {"autoUser": {"scope": "task", "elevationLevel": "nonadmin"}}
+    assert body["containerSettings"]["workingDirectory"] == "taskWorkingDirectory"
+    # A --user of its own would undo the mapping of the task user (and could ask for root).
+    assert "--user" not in body["containerSettings"].get("containerRunOptions", "")
+    rig.wait(handle)
+    backend.cleanup(handle)

@@ -31,6 +31,17 @@ WORKDIR_ON_NODE = "wd"  # Batch's name for the task working directory inside the
 STD_STREAMS = ("stdout.txt", "stderr.txt")
 _STAGING = "inputs/.staging"
 _WILDCARDS = frozenset("*?[")
+# Who a task runs as. On Linux, Batch runs a container task with the task user's uid and gid
+# (Batch docs, "Run container applications on Azure Batch": Batch maps the user/group permission
+# to the container), and that user owns the task working directory Batch mounts and makes the
+# container's working directory (TASK_WORKING_DIRECTORY). A non-admin auto-user, said explicitly
+# so no pool or job default can turn it into root: never root, and the workdir is writable. The
+# image's own USER 10001 applies wherever no such mapping happens (docker run, Azure ML).
+TASK_USER = models.UserIdentity(
+    auto_user=models.AutoUserSpecification(
+        scope=models.AutoUserScope.TASK, elevation_level=models.ElevationLevel.NON_ADMIN
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,7 @@ def task_options(
             registry=registry,
             working_directory=models.ContainerWorkingDirectory.TASK_WORKING_DIRECTORY,
         ),
+        user_identity=TASK_USER,
         environment_settings=[models.EnvironmentSetting(name=k, value=v) for k, v in sorted(env.items())],
         resource_files=[_resource_file(item, index, placement, identity) for index, item in enumerate(spec.inputs)],
         output_files=output_files(spec, placement, identity),
