@@ -47,10 +47,12 @@ browser: ## Make sure /usr/bin/chromium is there for the browser tests (tests/br
 	fi
 	@test -x /usr/bin/chromium || { echo "chromium could not be installed: /usr/bin/chromium is missing"; exit 1; }
 
-lint: $(STAMP) $(NODE_STAMP) ## ruff, and ESLint for the web console's JavaScript
+lint: $(STAMP) $(NODE_STAMP) ## ruff, ESLint for the web console, shellcheck for every shell script, hadolint for every Dockerfile
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	node_modules/.bin/eslint --max-warnings 0 api/console_static
+	git ls-files -z '*.sh' | xargs -0 $(VENV)/bin/shellcheck
+	git ls-files -z '*Dockerfile*' | xargs -0 $(VENV)/bin/hadolint
 
 typecheck: $(STAMP) ## mypy (strict)
 	$(VENV)/bin/mypy
