@@ -47,12 +47,16 @@ browser: ## Make sure /usr/bin/chromium is there for the browser tests (tests/br
 	fi
 	@test -x /usr/bin/chromium || { echo "chromium could not be installed: /usr/bin/chromium is missing"; exit 1; }
 
-lint: $(STAMP) $(NODE_STAMP) ## ruff, ESLint for the web console, shellcheck for every shell script, hadolint for every Dockerfile
+lint: $(STAMP) $(NODE_STAMP) ## ruff, ESLint, shellcheck, hadolint, actionlint (shellcheck on run: blocks), azure.yaml and host.json against their schemas
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	node_modules/.bin/eslint --max-warnings 0 api/console_static
 	git ls-files -z '*.sh' | xargs -0 $(VENV)/bin/shellcheck
 	git ls-files -z '*Dockerfile*' | xargs -0 $(VENV)/bin/hadolint
+	@# actionlint runs shellcheck over every `run:` block when it finds it on PATH (the venv's).
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/actionlint
+	$(VENV)/bin/check-jsonschema --schemafile infra/schemas/azure.yaml.json azure.yaml
+	$(VENV)/bin/check-jsonschema --schemafile infra/schemas/host.json host.json
 
 typecheck: $(STAMP) ## mypy (strict)
 	$(VENV)/bin/mypy
