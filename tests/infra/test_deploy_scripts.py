@@ -122,20 +122,15 @@ USERS = ["44444444-4444-4444-4444-444444444444", "55555555-5555-5555-5555-555555
 PROJECT_GROUP = "66666666-6666-6666-6666-666666666666"
 
 
+def register(az: StubAz, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return run("app-registration.sh", az, "--name", "haste-dev", *args, **env)
+
+
 def test_app_registration_assigns_users_and_the_project_groups(az: StubAz) -> None:
     """Without Entra ID P1 roles go to users; the project groups must be assigned to reach the token."""
     az.answer(NEW_APP)
-    result = run(
-        "app-registration.sh",
-        az,
-        "--name",
-        "haste-dev",
-        "--readers",
-        READERS,
-        "--submitter-users",
-        ",".join(USERS),
-        HASTE_PROJECT_GROUPS=f"{PROJECT_GROUP}=alpha,{READERS}=beta",
-    )
+    groups = f"{PROJECT_GROUP}=alpha,{READERS}=beta"
+    result = register(az, "--readers", READERS, "--submitter-users", ",".join(USERS), HASTE_PROJECT_GROUPS=groups)
     assert result.returncode == 0, result.stderr
     reader = next(r["id"] for r in patches(az)[0]["appRoles"] if r["value"] == "Haste.Reader")
     submitter = next(r["id"] for r in patches(az)[0]["appRoles"] if r["value"] == "Haste.Submitter")
@@ -150,16 +145,8 @@ def test_app_registration_assigns_users_and_the_project_groups(az: StubAz) -> No
 
 def test_app_registration_without_entra_p1_assigns_no_group(az: StubAz) -> None:
     az.answer(NEW_APP)
-    result = run(
-        "app-registration.sh",
-        az,
-        "--name",
-        "haste-dev",
-        "--groups-claim",
-        "security",
-        "--admin-users",
-        USERS[0],
-        HASTE_PROJECT_GROUPS=f"{PROJECT_GROUP}=alpha",
+    result = register(
+        az, "--groups-claim", "security", "--admin-users", USERS[0], HASTE_PROJECT_GROUPS=f"{PROJECT_GROUP}=alpha"
     )
     assert result.returncode == 0, result.stderr
     assert patches(az)[0]["groupMembershipClaims"] == "SecurityGroup"
