@@ -41,6 +41,17 @@ def test_host_json_keeps_successful_invocations() -> None:
     assert levels["Host.Results"] in ("Information", "Debug", "Trace")
 
 
+def test_the_host_exports_with_opentelemetry_and_the_app_configures_the_distro_once(drift: ModuleType) -> None:
+    """One copy of each record (docs/adr/0020): the host in OpenTelemetry mode, as Microsoft's
+    "Use OpenTelemetry with Azure Functions" says for Flex; the worker does not configure the distro
+    a second time (PYTHON_APPLICATIONINSIGHTS_ENABLE_TELEMETRY), because the app configures it
+    itself with the managed identity (hastegeo.telemetry.configure)."""
+    assert json.loads((REPO / "host.json").read_text(encoding="utf-8"))["telemetryMode"] == "OpenTelemetry"
+    emitted = emitted_app_settings(drift)
+    assert "PYTHON_APPLICATIONINSIGHTS_ENABLE_TELEMETRY" not in emitted
+    assert "PYTHON_ENABLE_OPENTELEMETRY" not in emitted
+
+
 def test_a_deployment_at_its_defaults_exports_to_application_insights_with_entra(drift: ModuleType) -> None:
     emitted = emitted_app_settings(drift)
     settings = load_settings(as_environment(drift, emitted))

@@ -120,7 +120,7 @@ def _azure() -> None:
     configure_azure_monitor(credential=DefaultAzureCredential(), logger_name="hastegeo")
     # The distro's handler on "hastegeo" sends each record once. Propagating it to the root logger
     # as well hands it to the Functions worker's handler, which forwards it to the host, which
-    # exports it a second time (two rows in `traces` for one record).
+    # exports it a second time (two rows in `traces` for one record; docs/adr/0020).
     logging.getLogger("hastegeo").propagate = False
     # The distro's sampler (OTEL_TRACES_SAMPLER) decides, but a storage call's HTTP request is no
     # dependency row of its own: the SDK call's row already says it (docs/adr/0012).
