@@ -198,10 +198,9 @@ assign "$admins" "$ADMIN_ROLE_ID" Haste.Admin group
 for user in ${reader_users//,/ }; do assign "$user" "$READER_ROLE_ID" Haste.Reader user; done
 for user in ${submitter_users//,/ }; do assign "$user" "$SUBMITTER_ROLE_ID" Haste.Submitter user; done
 for user in ${admin_users//,/ }; do assign "$user" "$ADMIN_ROLE_ID" Haste.Admin user; done
-# Project groups: in the token only when assigned to the app (ApplicationGroup). With the
-# SecurityGroup claim every security group of the user is in it already, and none is assigned.
-if [ "$groups_claim" = application ]; then
-  for group in ${project_group_ids//,/ }; do assign "$group" "$READER_ROLE_ID" Haste.Reader group; done
-fi
+# Project groups: in the token only when assigned to the app (ApplicationGroup); the script the
+# deploy paths run again. With the SecurityGroup claim it assigns none.
+HASTE_PROJECT_GROUPS="$project_groups" HASTE_GROUPS_CLAIM="$groups_claim" \
+  bash "$(dirname "$0")/project-groups.sh" "$client_id" "$sp_id"
 
 echo "$client_id"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,7 +130,7 @@ def register(az: StubAz, *args: str, **env: str) -> subprocess.CompletedProcess[
 def test_app_registration_assigns_users_and_the_project_groups(az: StubAz) -> None:
     """Without Entra ID P1 roles go to users; the project groups must be assigned to reach the token."""
     az.answer(NEW_APP)
-    groups = f"{PROJECT_GROUP}=alpha,{READERS}=beta"
+    groups = f"{PROJECT_GROUP}=alpha"
     result = register(az, "--readers", READERS, "--submitter-users", ",".join(USERS), HASTE_PROJECT_GROUPS=groups)
     assert result.returncode == 0, result.stderr
     reader = next(r["id"] for r in patches(az)[0]["appRoles"] if r["value"] == "Haste.Reader")
@@ -139,8 +140,46 @@ def test_app_registration_assigns_users_and_the_project_groups(az: StubAz) -> No
         (USERS[0], submitter),
         (USERS[1], submitter),
         (PROJECT_GROUP, reader),
-    ], "each principal once: the readers group, also a project group, is not sent again"
+    ]
     assert patches(az)[0]["groupMembershipClaims"] == "ApplicationGroup"
+
+
+def test_project_groups_are_assigned_once_on_every_deploy(az: StubAz) -> None:
+    from_registration = (SCRIPTS / "app-registration.sh").read_text(encoding="utf-8")
+    reader = re.search(r'READER_ROLE_ID="([^"]+)"', from_registration)
+    assert reader
+    az.answer(
+        [
+            {"match": ["ad", "sp", "list"], "stdout": "sp-1\n"},
+            {"match": ["rest", "--method", "GET"], "stdout": f"{READERS}\t{reader.group(1)}\n"},
+        ]
+    )
+    groups = f"{PROJECT_GROUP}=alpha,{READERS}=beta,{PROJECT_GROUP}=alpha-again"
+    result = run("project-groups.sh", az, "client-1", HASTE_PROJECT_GROUPS=groups)
+    assert result.returncode == 0, result.stderr
+    assert posts(az) == [{"principalId": PROJECT_GROUP, "resourceId": "sp-1", "appRoleId": reader.group(1)}]
+    assert f"project group {READERS} is already assigned" in result.stderr
+
+
+def test_project_groups_say_what_they_need_and_refuse_a_bad_mapping(az: StubAz) -> None:
+    az.answer(
+        [
+            {"match": ["rest", "--method", "POST"], "exit": 1, "stderr": "ERROR: Forbidden\n"},
+            {"match": ["ad", "sp", "list"], "stdout": "sp-1\n"},
+        ]
+    )
+    refused = run("project-groups.sh", az, "client-1", HASTE_PROJECT_GROUPS=f"{PROJECT_GROUP}=alpha")
+    assert refused.returncode == 1
+    assert "needs Microsoft Entra ID P1 or P2" in refused.stderr
+    az.log.unlink()
+    assert run("project-groups.sh", az, "client-1", HASTE_PROJECT_GROUPS="alpha=group").returncode == 2
+    assert run("project-groups.sh", az, "client-1", HASTE_PROJECT_GROUPS=PROJECT_GROUP).returncode == 2
+    security = run(
+        "project-groups.sh", az, "client-1", HASTE_PROJECT_GROUPS=f"{PROJECT_GROUP}=a", HASTE_GROUPS_CLAIM="security"
+    )
+    assert security.returncode == 0
+    assert run("project-groups.sh", az, "client-1").returncode == 0
+    assert az.calls() == [], "nothing to assign: no call"
 
 
 def test_app_registration_without_entra_p1_assigns_no_group(az: StubAz) -> None:
@@ -220,6 +259,7 @@ def test_postprovision_registers_the_console_before_building_images(az: StubAz) 
         [
             NO_REDIRECTS,
             {"match": ["ad", "app", "show"], "stdout": "object-1\n"},
+            {"match": ["ad", "sp", "list"], "stdout": "sp-1\n"},
         ]
     )
     result = run(
@@ -229,10 +269,12 @@ def test_postprovision_registers_the_console_before_building_images(az: StubAz) 
         FUNCTION_APP_URL="https://func-haste-abc.azurewebsites.net",
         AZURE_CONTAINER_REGISTRY_NAME="crhaste",
         AML_MODE="Disabled",
+        HASTE_PROJECT_GROUPS=f"{PROJECT_GROUP}=alpha",
     )
     assert result.returncode == 0, result.stderr
     commands = az.commands()
     assert patches(az) == [{"spa": {"redirectUris": [CONSOLE]}}]
+    assert [p["principalId"] for p in posts(az)] == [PROJECT_GROUP], "a project group added later is assigned"
     patch_at = next(i for i, c in enumerate(commands) if c.startswith("rest --method PATCH"))
     build_at = next(i for i, c in enumerate(commands) if c.startswith("acr build"))
     assert patch_at < build_at

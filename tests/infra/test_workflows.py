@@ -209,3 +209,8 @@ def test_the_console_redirect_uri_is_registered_once_the_host_is_known() -> None
     register = next(name for name in names if "redirect URI" in name)
     assert names.index("Deploy infrastructure") < names.index(register) < names.index("Zip deploy")
     assert 'infra/scripts/console-redirect.sh "$DEPLOY_AUTH_CLIENT_ID" "$URL"' in runs[register]
+
+
+def test_the_project_groups_are_assigned_on_every_deploy() -> None:
+    runs = {step.get("name", ""): step.get("run", "") for step in steps(load(WORKFLOWS / "deploy.yml"))}
+    assert any('infra/scripts/project-groups.sh "$DEPLOY_AUTH_CLIENT_ID"' in run for run in runs.values())
