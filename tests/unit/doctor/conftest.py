@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
+from hastegeo.compute.azure_ml.client import create_ml_client
 from hastegeo.doctor.gather_arm import Arm
 from hastegeo.doctor.gather_graph import Graph
 from hastegeo.doctor.result import CheckResult
 from hastegeo.doctor.run import Clients, Target, run
-from hastegeo_dev.testing.aml_standin import StandInMLClient
 from tests.unit.doctor.replay import ReplayTransport, StaticCredential, recorded
 
 SUB = "12345678-1234-1234-1234-123456789012"
@@ -44,6 +44,20 @@ def healthy_graph() -> ReplayTransport:
     )
 
 
+WORKSPACE = r"/providers/Microsoft\.MachineLearningServices/workspaces/mlw-haste-abc123"
+
+
+def healthy_aml() -> ReplayTransport:
+    return (
+        ReplayTransport()
+        .add("GET", WORKSPACE + r"\?", recorded("aml_workspace"))
+        .add("GET", WORKSPACE + r"/computes/haste-cpu\?", recorded("aml_compute_cpu"))
+        .add("GET", WORKSPACE + r"/computes/haste-gpu\?", recorded("aml_compute_gpu"))
+        .add("GET", WORKSPACE + r"/datastores/haste_inputs\?", recorded("aml_datastore_inputs"))
+        .add("GET", WORKSPACE + r"/datastores/haste_outputs\?", recorded("aml_datastore_outputs"))
+    )
+
+
 def healthy_monitor() -> ReplayTransport:
     return ReplayTransport().add(
         "POST", r"^https://api\.loganalytics\.io/v1/subscriptions/.*/query", recorded("logs_query")
@@ -51,11 +65,10 @@ def healthy_monitor() -> ReplayTransport:
 
 
 class Deployment:
-    """Three transports (ARM, Graph, Log Analytics) and the Azure ML stand-in; tests override single answers."""
+    """Transports for ARM, Azure ML, Graph and Log Analytics; tests override single answers."""
 
     def __init__(self) -> None:
-        self.arm, self.graph, self.monitor = healthy_arm(), healthy_graph(), healthy_monitor()
-        self.aml = StandInMLClient(workspace="mlw-haste-abc123")
+        self.arm, self.aml, self.graph, self.monitor = healthy_arm(), healthy_aml(), healthy_graph(), healthy_monitor()
 
     def clients(self) -> Clients:
         credential = StaticCredential()
@@ -63,7 +76,7 @@ class Deployment:
             Arm(credential, SUB, transport=self.arm, retry_total=0),
             Graph(credential, transport=self.graph),
             credential,
-            lambda settings: self.aml,
+            lambda settings: create_ml_client(settings, credential, transport=self.aml),
             {"transport": self.monitor, "retry_total": 0},
         )
 

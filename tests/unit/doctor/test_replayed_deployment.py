@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hastegeo.doctor.result import Status, exit_code
-from tests.unit.doctor.conftest import ARM, BATCH, GRAPH, SITE, Deployment, by_name
+from tests.unit.doctor.conftest import ARM, BATCH, GRAPH, SITE, WORKSPACE, Deployment, by_name
 from tests.unit.doctor.replay import recorded
 
 
@@ -199,12 +199,19 @@ def test_only_reads_what_the_selected_area_needs(deployment: Deployment) -> None
 
 
 def test_a_missing_datastore_fails_the_aml_area(deployment: Deployment) -> None:
-    from hastegeo_dev.testing.aml_standin import StandInMLClient
-
-    deployment.aml = StandInMLClient(workspace="mlw-haste-abc123", datastores=("haste_outputs",))
+    deployment.aml.add("GET", r"/datastores/haste_inputs\?", recorded("arm_404"))
     results = by_name(deployment.run("aml"))
     assert results["datastore haste_inputs"].status is Status.FAIL
+    assert "AML_DATASTORES" in results["datastore haste_inputs"].fix
+    assert results["datastore haste_outputs"].status is Status.PASS
     assert results["compute haste-gpu"].status is Status.PASS
+
+
+def test_a_workspace_the_operator_may_not_read_is_unknown(deployment: Deployment) -> None:
+    deployment.aml.add("GET", WORKSPACE + r"\?", recorded("arm_403"))
+    result = by_name(deployment.run("aml"))["workspace mlw-haste-abc123"]
+    assert result.status is Status.UNKNOWN
+    assert "AzureML Data Scientist or Reader" in result.fix
 
 
 def test_the_arm_requests_go_to_the_deployment_named(deployment: Deployment) -> None:
