@@ -29,6 +29,7 @@ def healthy_arm() -> ReplayTransport:
         .add("GET", SITE + r"/config/authsettingsV2(/list)?\?", recorded("auth_settings_v2"))
         .add("GET", ARM + r"/resourceGroups/rg-haste-dev/resources\?", recorded("resources"))
         .add("GET", r"/providers/Microsoft\.Authorization/roleAssignments\?", recorded("role_assignments"))
+        .add("GET", r"/userAssignedIdentities/id-haste-pool-abc123\?", recorded("pool_identity"))
         .add("GET", BATCH + r"\?", recorded("batch_account"))
         .add("GET", BATCH + r"/pools\?", recorded("pools"))
         .add("GET", ARM + r"/providers/Microsoft\.Batch/locations/westeurope/virtualMachineSkus", recorded("vm_skus"))

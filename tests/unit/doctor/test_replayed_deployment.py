@@ -62,6 +62,14 @@ def test_a_broader_blob_role_meets_a_narrower_need(deployment: Deployment) -> No
     assert by_name(deployment.run("roles"))["compute: Storage Blob Data Contributor on outputs"].status is Status.PASS
 
 
+def test_a_compute_identity_nobody_may_read_is_unknown_with_the_reason(deployment: Deployment) -> None:
+    deployment.arm.add("GET", r"/userAssignedIdentities/id-haste-pool-abc123\?", recorded("arm_403"))
+    results = by_name(deployment.run("roles"))
+    assert results["compute: AcrPull on registry"].status is Status.UNKNOWN
+    assert "403 AuthorizationFailed" in results["compute: AcrPull on registry"].found
+    assert results["app: Azure Batch Job Submitter on batch"].status is Status.PASS
+
+
 def test_a_403_on_role_assignments_is_unknown_not_pass(deployment: Deployment) -> None:
     deployment.arm.add(
         "GET", r"batchAccounts/bahasteabc123/providers/Microsoft\.Authorization/roleAssignments", recorded("arm_403")

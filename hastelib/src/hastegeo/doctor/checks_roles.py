@@ -32,7 +32,7 @@ def grant_command(need: RoleNeed, principal_id: str, resource_id: str) -> str:
 
 
 def check_roles(
-    principals: Mapping[Who, str | None],
+    principals: Mapping[Who, str | Unreadable | None],
     scopes: Mapping[Scope, str | None],
     assignments: Mapping[str, Sequence[Assignment] | Unreadable],
 ) -> list[CheckResult]:
@@ -48,14 +48,16 @@ def check_roles(
             continue
         name = f"{need.who}: {need.role_name} on {need.scope}"
         principal_id = principals.get(need.who)
-        if not principal_id:
+        if isinstance(principal_id, Unreadable) or not principal_id:
+            reason = f"could not be read: {principal_id.reason}" if principal_id else "was not found"
             results.append(
                 CheckResult(
                     AREA,
                     name,
                     Status.UNKNOWN,
-                    f"{WHO[need.who]} was not found",
-                    "run `azd provision`: the identity is created by infra/main.bicep",
+                    f"{WHO[need.who]} {reason}",
+                    "run `azd provision` (infra/main.bicep creates both identities; BATCH_IDENTITY_RESOURCE_ID names "
+                    "the compute one), or sign in with Reader on the resource group",
                 )
             )
             continue

@@ -50,7 +50,6 @@ class Pool:
     fixed_low_priority: int
     resize_errors: tuple[tuple[str, str], ...]  # (code, message)
     autoscale_error: tuple[str, str] | None
-    principal_ids: tuple[str, ...] = ()  # of the pool's user-assigned identities
 
 
 @dataclass(frozen=True)

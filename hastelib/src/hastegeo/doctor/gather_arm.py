@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
 
 RESOURCES_API = "2021-04-01"
+IDENTITY_API = "2023-01-31"
 
 
 def unreadable(exc: Exception) -> Unreadable:
@@ -83,31 +84,47 @@ class Arm:
             allowed_audiences=tuple(audiences or ()),
         )
 
+    def _get_json(self, path: str) -> Any:
+        """One ARM GET through the web client's pipeline (same credential, retries and transport)."""
+        from azure.core.exceptions import HttpResponseError
+        from azure.core.rest import HttpRequest
+
+        response = self._web().send_request(HttpRequest("GET", path))
+        if response.status_code != 200:
+            raise HttpResponseError(response=response)
+        return response.json()
+
     def resources(self, group: str, types: Iterable[str]) -> dict[str, str] | Unreadable:
         """Resource type (lower case) -> the id of the first resource of that type in the group."""
-        from azure.core.exceptions import AzureError, HttpResponseError
-        from azure.core.rest import HttpRequest
+        from azure.core.exceptions import AzureError
 
         wanted = {t.lower() for t in types}
         found: dict[str, str] = {}
-        url: str | None = (
+        path: str | None = (
             f"/subscriptions/{self.subscription_id}/resourceGroups/{group}/resources?api-version={RESOURCES_API}"
         )
-        web = self._web()
         try:
-            while url:
-                response = web.send_request(HttpRequest("GET", url))
-                if response.status_code != 200:
-                    raise HttpResponseError(response=response)
-                body = response.json()
+            while path:
+                body = self._get_json(path)
                 for item in body.get("value", []):
                     kind = str(item.get("type", "")).lower()
                     if kind in wanted:
                         found.setdefault(kind, str(item["id"]))
-                url = body.get("nextLink")
+                path = body.get("nextLink")
         except AzureError as exc:
             return unreadable(exc)
         return found
+
+    def principal_of(self, identity_id: str) -> str | Unreadable:
+        """The principal (object) id of a user-assigned identity, by its resource id."""
+        from azure.core.exceptions import AzureError
+
+        try:
+            body = self._get_json(f"{identity_id}?api-version={IDENTITY_API}")
+        except AzureError as exc:
+            return unreadable(exc)
+        principal = (body.get("properties") or {}).get("principalId")
+        return str(principal) if principal else Unreadable("the identity has no principal id")
 
     def assignments(self, scopes: Iterable[str]) -> dict[str, list[Assignment] | Unreadable]:
         """Role assignments that apply at each scope (at, above or below it), or why they could not be read."""
@@ -190,7 +207,6 @@ def _pool(pool: Any) -> Pool:
     fixed = scale.fixed_scale if scale else None
     resize = props.resize_operation_status
     run = props.auto_scale_run
-    identities = (pool.identity.user_assigned_identities or {}) if pool.identity else {}
     return Pool(
         name=str(pool.name),
         vm_size=str(props.vm_size or ""),
@@ -200,5 +216,4 @@ def _pool(pool: Any) -> Pool:
         fixed_low_priority=(fixed.target_low_priority_nodes or 0) if fixed else 0,
         resize_errors=tuple((str(e.code), str(e.message)) for e in (resize.errors or ())) if resize else (),
         autoscale_error=(str(run.error.code), str(run.error.message)) if run and run.error else None,
-        principal_ids=tuple(str(i.principal_id) for i in identities.values() if i.principal_id),
     )

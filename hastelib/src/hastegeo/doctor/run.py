@@ -143,7 +143,7 @@ def _roles(target: Target, clients: Clients, site: Site, sections: _Sections) ->
     storage, batch, aml = sections.get(StorageSettings), sections.get(BatchSettings), sections.get(AmlSettings)
     sub, group = target.subscription_id, target.resource_group
     scopes: dict[Scope, str | None] = {}
-    principals: dict[Who, str | None] = {"app": site.principal_id, "compute": None}
+    principals: dict[Who, str | Unreadable | None] = {"app": site.principal_id, "compute": None}
     if storage is not None and storage.account_name:
         account = _arm_id(sub, group, "Microsoft.Storage/storageAccounts", storage.account_name)
         containers = f"{account}/blobServices/default/containers"
@@ -155,10 +155,8 @@ def _roles(target: Target, clients: Clients, site: Site, sections: _Sections) ->
     if batch is not None and batch.account_url:
         name = batch_account_name(batch.account_url)
         scopes["batch"] = _arm_id(sub, group, "Microsoft.Batch/batchAccounts", name)
-        read = clients.arm.batch(group, name)
-        if not isinstance(read, Unreadable):
-            compute = {pid for pool in read[1] if pool.name in batch.pools.values() for pid in pool.principal_ids}
-            principals["compute"] = sorted(compute)[0] if len(compute) == 1 else None
+    if batch is not None and batch.identity_resource_id:
+        principals["compute"] = clients.arm.principal_of(batch.identity_resource_id)
     if batch is not None and batch.registry:
         scopes["registry"] = _arm_id(
             sub, group, "Microsoft.ContainerRegistry/registries", batch.registry.split(".", 1)[0]
