@@ -38,6 +38,7 @@ class Arm:
         self.credential = credential
         self.subscription_id = subscription_id
         self.client_kwargs = client_kwargs
+        self._listings: dict[str, dict[str, str] | Unreadable] = {}
         self._batch: dict[tuple[str, str], tuple[BatchAccount, list[Pool], dict[str, VmSku]] | Unreadable] = {}
 
     def _web(self) -> Any:
@@ -95,10 +96,21 @@ class Arm:
         return response.json()
 
     def resources(self, group: str, types: Iterable[str]) -> dict[str, str] | Unreadable:
-        """Resource type (lower case) -> the id of the first resource of that type in the group."""
+        """Resource type (lower case) -> the id of the first resource of that type in the group.
+
+        The group is listed once per run; later calls filter that listing.
+        """
+        if group not in self._listings:
+            self._listings[group] = self._list_group(group)
+        listing = self._listings[group]
+        if isinstance(listing, Unreadable):
+            return listing
+        wanted = {t.lower() for t in types}
+        return {kind: resource_id for kind, resource_id in listing.items() if kind in wanted}
+
+    def _list_group(self, group: str) -> dict[str, str] | Unreadable:
         from azure.core.exceptions import AzureError
 
-        wanted = {t.lower() for t in types}
         found: dict[str, str] = {}
         path: str | None = (
             f"/subscriptions/{self.subscription_id}/resourceGroups/{group}/resources?api-version={RESOURCES_API}"
@@ -107,9 +119,7 @@ class Arm:
             while path:
                 body = self._get_json(path)
                 for item in body.get("value", []):
-                    kind = str(item.get("type", "")).lower()
-                    if kind in wanted:
-                        found.setdefault(kind, str(item["id"]))
+                    found.setdefault(str(item.get("type", "")).lower(), str(item["id"]))
                 path = body.get("nextLink")
         except AzureError as exc:
             return unreadable(exc)
