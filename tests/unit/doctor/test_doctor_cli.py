@@ -82,3 +82,17 @@ print(sorted(m for m in sys.modules if m.startswith(("azure.mgmt", "azure.monito
 def test_the_cli_loads_no_management_sdk_until_the_doctor_runs() -> None:
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.strip().endswith("[]"), done.stdout
+
+
+def test_without_the_extra_it_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name.startswith("azure.mgmt") else real(name, *a)
+    )
+    args = build_parser().parse_args(["doctor", "--subscription", SUB, "--resource-group", "rg", "--app", "app"])
+    assert run_doctor(args) == 2
+    assert "hastegeo[doctor]" in capsys.readouterr().err
