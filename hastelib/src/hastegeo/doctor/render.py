@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import textwrap
 from collections.abc import Sequence
+from textwrap import TextWrapper
 
 from hastegeo.doctor.result import FAILING, CheckResult, Status
 
@@ -25,13 +25,16 @@ def as_table(results: Sequence[CheckResult], width: int | None = None) -> str:
     indent = " " * 17
     for result in results:
         head = f"{MARK[result.status]:<4}  {result.area:<9}  {result.name:<{name_width}}  "
-        lines.extend(
-            textwrap.wrap(result.found, width, initial_indent=head, subsequent_indent=" " * len(head)) or [head]
-        )
+        lines.extend(_wrap(result.found, width, head, " " * len(head)) or [head])
         if result.fix:
-            lines.extend(
-                textwrap.wrap(result.fix, width, initial_indent=indent + "fix: ", subsequent_indent=indent + "     ")
-            )
+            lines.extend(_wrap(result.fix, width, indent + "fix: ", indent + "     "))
     counts = {status: sum(r.status is status for r in results) for status in Status}
     lines.append(", ".join(f"{n} {status.value}" for status, n in counts.items() if n) or "no checks ran")
     return "\n".join(lines)
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """Wrap at spaces only: commands, ids and URLs stay whole so they can be copied."""
+    wrapper = TextWrapper(width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
+    wrapper.break_long_words = False
+    return wrapper.wrap(text)
