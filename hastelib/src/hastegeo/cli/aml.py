@@ -3,7 +3,11 @@
 ``check`` validates the AML_* settings and, when credentials are available,
 that the workspace, each compute target, the datastores of the inputs and
 outputs containers and the registered Environment exist; whatever it cannot
-verify it explains. Every job mounts both datastores, so a missing one fails
+verify it explains. Those lookups are the Azure ML part of ``haste doctor``
+(:mod:`hastegeo.doctor.gather_aml`, :mod:`hastegeo.doctor.checks_aml`): ``aml check``
+runs them with the AML_* settings of this environment and the app's identity mode,
+``haste doctor --only aml`` with the deployed app's settings and the operator's sign-in.
+Every job mounts both datastores, so a missing one fails
 every submission: it is a problem, not a warning. ``create-environment``
 registers ``AML_ENVIRONMENT`` from ``AML_BUILD_CONTEXT`` or ``AML_IMAGE`` (a
 new version when the source changed; nothing when it did not) and prints
@@ -20,7 +24,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -173,51 +176,20 @@ def job_containers(environ: Mapping[str, str]) -> tuple[str, str]:
 
 
 def _remote_problems(settings: AmlSettings, factory: ClientFactory, out: TextIO, containers: tuple[str, str]) -> int:
-    from hastegeo.compute.azure_ml.errors import Retry, is_not_found
-    from hastegeo.compute.azure_ml.settings import parse_environment_reference
+    """The Azure ML part of ``haste doctor`` (:mod:`hastegeo.doctor.checks_aml`), printed one line each."""
+    from hastegeo.doctor.checks_aml import check_aml
+    from hastegeo.doctor.gather_aml import lookups
+    from hastegeo.doctor.result import FAILING, Status
 
-    client = factory(settings)
-    retry = Retry(settings.retry_attempts, settings.retry_delay_s)
-    name, version, label = parse_environment_reference(settings.environment)
-    lookups: list[tuple[str, str, Callable[[], object]]] = [
-        ("workspace", settings.workspace, lambda: client.workspaces.get(settings.workspace)),
-        *[
-            ("compute", target, partial(client.compute.get, target))
-            for target in sorted(set(settings.compute.values()))
-        ],
-        *[
-            (
-                "datastore",
-                settings.datastore_for(container),
-                partial(client.datastores.get, settings.datastore_for(container)),
-            )
-            for container in containers
-        ],
-    ]
-    if settings.environment_source is EnvironmentSource.REGISTERED:
-        lookups.append(
-            ("environment", settings.environment, lambda: client.environments.get(name, version=version, label=label))
-        )
     problems = 0
-    for kind, target, lookup in lookups:
-        hint = {
-            "workspace": "AML_WORKSPACE",
-            "compute": "AML_COMPUTE",
-            "datastore": "AML_DATASTORES",
-            "environment": "AML_ENVIRONMENT",
-        }[kind]
-        try:
-            retry.run(lookup, action=f"get {kind} {target}", hint=hint)
-            print(f"found: {kind} {target}", file=out)
-        except HasteError as exc:
-            cause = exc.__cause__
-            if kind == "environment" and cause is not None and is_not_found(cause):
-                print(
-                    f"missing: environment {target} (created on the first submit, or run create-environment)", file=out
-                )
-                continue
+    for result in check_aml(lookups(settings, factory(settings), containers)):
+        if result.status is Status.PASS:
+            print(f"found: {result.name}", file=out)
+        elif result.status is Status.WARN:
+            print(f"missing: {result.name} ({result.found}: {result.fix})", file=out)
+        elif result.status in FAILING:
             problems += 1
-            print(f"problem: {exc}", file=out)
+            print(f"problem: {result.name}: {result.found} (fix: {result.fix})", file=out)
     return problems
 
 

@@ -270,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         aml.register(commands)
+    from hastegeo.doctor.cli import register as register_doctor
+
+    register_doctor(commands)
     return parser
 
 

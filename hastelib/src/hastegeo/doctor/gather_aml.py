@@ -1,0 +1,54 @@
+"""Look up the Azure ML workspace, compute targets, datastores and Environment the settings name.
+
+Through the :data:`~hastegeo.compute.azure_ml.client.ClientFactory` the backend itself uses
+(the SDK is imported by that factory only), with the backend's retry budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from hastegeo.compute.azure_ml.client import MLClientLike
+from hastegeo.compute.azure_ml.errors import Retry, is_not_found
+from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
+from hastegeo.doctor.facts import Lookup
+from hastegeo.utils.errors import HasteError
+
+HINTS = {"workspace": "AML_WORKSPACE", "compute": "AML_COMPUTE", "datastore": "AML_DATASTORES"}
+
+
+def lookups(settings: AmlSettings, client: MLClientLike, containers: tuple[str, str]) -> list[Lookup]:
+    """Workspace, each compute target, the datastore of each container jobs mount, the registered Environment."""
+    retry = Retry(settings.retry_attempts, settings.retry_delay_s)
+    name, version, label = parse_environment_reference(settings.environment)
+    wanted: list[tuple[str, str, Callable[[], object]]] = [
+        ("workspace", settings.workspace, lambda: client.workspaces.get(settings.workspace)),
+        *[
+            ("compute", target, partial(client.compute.get, target))
+            for target in sorted(set(settings.compute.values()))
+        ],
+        *[
+            (
+                "datastore",
+                settings.datastore_for(container),
+                partial(client.datastores.get, settings.datastore_for(container)),
+            )
+            for container in containers
+        ],
+    ]
+    if settings.environment_source is EnvironmentSource.REGISTERED:
+        wanted.append(
+            ("environment", settings.environment, lambda: client.environments.get(name, version=version, label=label))
+        )
+    found = []
+    for kind, target, lookup in wanted:
+        try:
+            retry.run(lookup, action=f"get {kind} {target}", hint=HINTS.get(kind, "AML_ENVIRONMENT"))
+        except HasteError as exc:
+            cause = exc.__cause__
+            missing = cause is not None and is_not_found(cause)
+            found.append(Lookup(kind, target, False, None if missing else str(exc)))
+        else:
+            found.append(Lookup(kind, target, True))
+    return found
