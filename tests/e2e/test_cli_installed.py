@@ -306,10 +306,11 @@ def test_debug_shows_the_traceback(outside: Path) -> None:
     assert "error: nothing answered" in result.stderr
 
 
-def serve(behaviour: str) -> tuple[str, threading.Event]:
+def serve(behaviour: str, accepted: threading.Event | None = None) -> tuple[str, threading.Event]:
     """A loopback server that never answers (``silent``) or closes each connection at once (``reset``)."""
     listener = socket.create_server(("127.0.0.1", 0))
     done = threading.Event()
+    accepted = accepted or threading.Event()
 
     def run() -> None:
         held = []
@@ -319,6 +320,7 @@ def serve(behaviour: str) -> tuple[str, threading.Event]:
                 connection, _ = listener.accept()
             except TimeoutError:
                 continue
+            accepted.set()
             if behaviour == "reset":
                 connection.recv(1024)
                 connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
@@ -345,6 +347,23 @@ def test_timeouts_and_resets(outside: Path, behaviour: str, says: str) -> None:
     assert result.returncode == ExitCode.UNAVAILABLE, result.stderr
     assert says in result.stderr
     no_traceback(result)
+
+
+def test_ctrl_c_is_a_quiet_130(outside: Path) -> None:
+    accepted = threading.Event()
+    url, done = serve("silent", accepted)
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("HASTE_")}
+    waiting = subprocess.Popen(
+        [HASTE, "--url", url, "logs", "j1", "--follow"], cwd=outside, env=clean, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert accepted.wait(60), "haste never connected"
+        waiting.send_signal(signal.SIGINT)
+        _, stderr = waiting.communicate(timeout=30)
+    finally:
+        done.set()
+    assert waiting.returncode == ExitCode.INTERRUPTED
+    assert stderr == "error: interrupted\n"
 
 
 def test_dns_and_tls(stack: LocalStack, outside: Path) -> None:

@@ -19,7 +19,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hastegeo.cli.client import ApiClient, CredentialToken
 from hastegeo.cli.exits import JOB_EXITS, ExitCode, Failure, explain, usage
@@ -279,14 +279,13 @@ def cmd_completion(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(defaults: bool) -> argparse.ArgumentParser:
+def _add_common(common: argparse.ArgumentParser, defaults: bool) -> None:
     """Options every command takes, before or after its name. Only the top level holds defaults, so a
     subcommand's copy (``argparse.SUPPRESS``) never overwrites a value given before the command's name."""
 
     def default(value: Any) -> Any:
         return value if defaults else argparse.SUPPRESS
 
-    common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--url", default=default(os.environ.get("HASTE_API_URL", DEFAULT_URL)), help="API base URL")
     common.add_argument(
         "--scope",
@@ -311,7 +310,15 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
         default=default(60.0),
         help="seconds in all to wait on the API's Retry-After (429, 503) before giving up (default 60)",
     )
-    return common
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of every command, nested ones and those added by ``aml`` or an entry point included:
+    it takes the common options after the command's name as well."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _add_common(self, defaults=False)
 
 
 def _entry_point_plugins() -> list[Plugin]:
@@ -326,15 +333,16 @@ def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentPa
     from hastegeo.compute.contract import WORKLOADS
     from hastegeo.compute.registry import backend_names
 
-    parser = argparse.ArgumentParser(
-        prog="haste", description=__doc__.splitlines()[0] if __doc__ else None, parents=[_common(True)]
-    )
+    parser = argparse.ArgumentParser(prog="haste", description=__doc__.splitlines()[0] if __doc__ else None)
+    _add_common(parser, defaults=True)
     parser.add_argument("--version", action="version", version=f"haste {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = _common(False)
+    commands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=CommandParser),
+    )
 
     def command(name: str, handler: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help, parents=[common])
+        sub = commands.add_parser(name, help=help, description=help)
         sub.set_defaults(handler=handler)
         return sub
 
