@@ -411,8 +411,10 @@ def test_zsh_completion_runs_the_same_function_through_bashcompinit() -> None:
     assert "bashcompinit" in zsh
     assert zsh.split("_haste() {", 1)[1] == bash.split("_haste() {", 1)[1]
     if shutil.which("zsh"):
-        loaded = subprocess.run(["zsh", "-fc", f"{zsh}\nprint $+functions[_haste]"], capture_output=True, text=True)
-        assert loaded.stdout.strip().endswith("1"), loaded.stderr
+        # Run as bashcompinit runs it (ksharrays); zsh's own matching narrows the words to what is typed.
+        probe = "setopt ksharrays; COMP_WORDS=(haste get j1 -o ''); COMP_CWORD=4; _haste; print -- ${COMPREPLY[@]}"
+        loaded = subprocess.run(["zsh", "-fc", f"{zsh}\n{probe}"], capture_output=True, text=True, timeout=60)
+        assert loaded.stdout.split() == ["table", "json"], loaded.stderr
 
 
 def test_make_dev_runs_from_outside_the_checkout(outside: Path, tmp_path: Path) -> None:
