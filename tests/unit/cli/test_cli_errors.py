@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -158,3 +161,17 @@ def test_the_progress_bar_draws_on_a_terminal_only() -> None:
     assert drawn[0].startswith("outputs/artifacts.zip")
     assert "[##########          ]  50%" in drawn[0]
     assert drawn[1].rstrip("\n").endswith("100%      3.0/3.0 MB")
+
+
+def test_a_reader_that_left_is_told_apart_from_a_broken_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hastegeo.cli.main import stdout_gone
+
+    read, write = os.pipe()
+    with os.fdopen(write, "w") as stream:
+        monkeypatch.setattr(sys, "stdout", stream)
+        assert not stdout_gone()  # the reader is still there
+        os.close(read)
+        assert stdout_gone()
+        monkeypatch.undo()
+        with contextlib.suppress(BrokenPipeError):
+            stream.close()

@@ -322,9 +322,28 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def _entry_point_plugins() -> list[Plugin]:
+    """The commands installed distributions add; one that fails to load is named, and the rest still work."""
     from importlib.metadata import entry_points
 
-    return [entry.load() for entry in entry_points(group=ENTRY_POINTS)]
+    plugins = []
+    for entry in entry_points(group=ENTRY_POINTS):
+        try:
+            plugins.append(entry.load())
+        except Exception as exc:  # a broken add-on must not take the client commands with it
+            print(f"warning: the commands of {entry.value} were not loaded: {exc!r}", file=sys.stderr)
+    return plugins
+
+
+def stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has left (``haste list | head -1``)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLERR)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentParser:
@@ -431,6 +450,10 @@ def main(argv: Sequence[str] | None = None, plugins: Iterable[Plugin] | None = N
     try:
         return int(args.handler(args))
     except (Exception, KeyboardInterrupt) as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_gone():
+            # The reader took what it wanted; say nothing more (nor at exit, when Python flushes).
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return int(ExitCode.OK)
         failure = explain(exc, getattr(args, "url", DEFAULT_URL))
         if failure is None:
             raise  # a bug: its traceback is the report
