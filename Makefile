@@ -68,10 +68,10 @@ test: install browser ## Run the whole suite (lint, types, unit, integration aga
 check: test ## Alias of test: what CI runs
 
 demo: install ## Start the embedded stack and run a real job end to end through the HTTP API (KEEP=1: serve the console after, until Ctrl-C)
-	$(PY) -m hastegeo.cli.main demo --backend $(BACKEND) $(if $(filter 1 true yes,$(KEEP)),--serve)
+	$(PY) -m hastegeo_dev demo --backend $(BACKEND) $(if $(filter 1 true yes,$(KEEP)),--serve)
 
 dev: install ## Start Azurite and the development Functions host (and the web console) until Ctrl-C; traces: haste trace <job-id>
-	HASTE_OTEL_EXPORT=$${HASTE_OTEL_EXPORT:-file:$(CURDIR)/.haste/otel.jsonl} $(PY) -m hastegeo.cli.main dev
+	HASTE_OTEL_EXPORT=$${HASTE_OTEL_EXPORT:-file:$(CURDIR)/.haste/otel.jsonl} $(PY) -m hastegeo_dev dev
 
 bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_JOBS=1000: acceptance rate, storage calls per job), per-workload runtime and memory
 	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS)

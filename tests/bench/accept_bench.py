@@ -31,10 +31,10 @@ import psutil
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo.cli.stack import LocalStack
 from hastegeo.config import load_settings
 from hastegeo.runtime import ensure_storage, reset_runtime
 from hastegeo_dev.devhost.host import DevHost
+from hastegeo_dev.stack import LocalStack
 from tests.bench import thread_profile
 from tests.bench.pipeline_bench import bench_stack, patiently
 from tests.bench.process_cpu import host_worker

@@ -29,8 +29,8 @@ import psutil
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo.cli.stack import LocalStack
 from hastegeo.store.jobs import JobStore
+from hastegeo_dev.stack import LocalStack
 from tests.bench import storage_calls
 from tests.bench.pipeline_bench import bench_stack
 from tests.bench.process_cpu import host_worker

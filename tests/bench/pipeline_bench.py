@@ -45,10 +45,10 @@ import psutil
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo.cli.stack import LocalStack
 from hastegeo.config import load_settings
 from hastegeo.store import index
 from hastegeo.telemetry.export import export_cost
+from hastegeo_dev.stack import LocalStack
 from tests.bench import job_calls
 from tests.bench.process_cpu import TreeCpu
 

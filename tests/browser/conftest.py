@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.demo import upload_sample_scene
-from hastegeo.cli.stack import LocalStack, repo_root
+from hastegeo.cli.sample_data import upload_sample_scene
+from hastegeo_dev.checkout import repo_root
+from hastegeo_dev.stack import LocalStack
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = repo_root() / ".haste" / "screenshots"

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from hastegeo.cli.stack import repo_root
+from hastegeo_dev.checkout import repo_root
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 
 
 def test_demo_serves_the_console_until_interrupted(browser: Any, shoot: Callable[[Any, str], Path]) -> None:
     demo = subprocess.Popen(
-        [sys.executable, "-m", "hastegeo.cli.main", "demo", "--serve"],
+        [sys.executable, "-m", "hastegeo_dev", "demo", "--serve"],
         cwd=repo_root(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

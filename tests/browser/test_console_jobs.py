@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.stack import LocalStack
+from hastegeo_dev.stack import LocalStack
 from tests.browser.conftest import wait_terminal
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]

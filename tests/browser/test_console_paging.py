@@ -11,11 +11,11 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.stack import LocalStack
 from hastegeo.models.history import StatusEvent
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.store.jobs import JobStore
+from hastegeo_dev.stack import LocalStack
 from tests.browser.conftest import wait_terminal
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]

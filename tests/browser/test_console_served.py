@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from hastegeo.cli.stack import LocalStack
+from hastegeo_dev.stack import LocalStack
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 

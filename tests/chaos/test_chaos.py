@@ -17,13 +17,13 @@ from azure.core.exceptions import AzureError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.stack import LocalStack
 from hastegeo.config import load_settings
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.stack import LocalStack
 from hastegeo_dev.testing.batch_service import BatchTestService
 
 from .checks import assert_clean, check_jobs

@@ -15,7 +15,7 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.stack import HostProcess, LocalStack, free_port
+from hastegeo_dev.stack import HostProcess, LocalStack, free_port
 from tests.bench import storage_calls
 
 from .checks import assert_clean, check_jobs

@@ -12,7 +12,7 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.stack import LocalStack
+from hastegeo_dev.stack import LocalStack
 from hastegeo_dev.testing.batch_service import BatchTestService
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]

@@ -12,7 +12,8 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo.cli.stack import LocalStack, repo_root
+from hastegeo_dev.checkout import repo_root
+from hastegeo_dev.stack import LocalStack
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -110,7 +111,7 @@ def test_cancel_through_the_api(stack: LocalStack) -> None:
 def test_make_demo_command_succeeds() -> None:
     """The README's first command, minus the install step (the suite already runs in the venv)."""
     result = subprocess.run(
-        [sys.executable, "-m", "hastegeo.cli.main", "demo"],
+        [sys.executable, "-m", "hastegeo_dev", "demo"],
         cwd=repo_root(),
         capture_output=True,
         text=True,

@@ -17,8 +17,8 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.stack import LocalStack
 from hastegeo.telemetry.export import latest_metrics, read_trace
+from hastegeo_dev.stack import LocalStack
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -89,7 +89,7 @@ def test_one_job_is_one_trace_with_every_step_and_is_counted(tmp_path: Path) -> 
         assert _total(metrics[histogram], **labels) == 1, histogram  # one observation: this job
 
     shown = subprocess.run(
-        [sys.executable, "-m", "hastegeo.cli.main", "trace", job["id"], "--file", str(otel)],
+        [sys.executable, "-m", "hastegeo.cli.main", "trace", job["id"], "--file", str(otel), "-o", "table"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -14,8 +14,8 @@ import schemathesis
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient
 
-from hastegeo.cli.stack import HOST_START_TIMEOUT_S, HostProcess, LocalStack
 from hastegeo.store.queues import SUBMIT_QUEUE
+from hastegeo_dev.stack import HOST_START_TIMEOUT_S, HostProcess, LocalStack
 
 # The caller the host injects into every request that carries no X-MS-CLIENT-PRINCIPAL of its own.
 FUZZ_PRINCIPAL = "name=fuzz@localhost;roles=Haste.Admin"

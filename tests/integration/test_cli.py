@@ -18,7 +18,7 @@ def test_sample_data_uploads_to_the_configured_inputs_container(
     BlobServiceClient.from_connection_string(azurite.connection_string).create_container(container)
     clean_env.setenv("AzureWebJobsStorage", azurite.connection_string)
     clean_env.setenv("HASTE_INPUTS_CONTAINER", container)
-    assert main(["sample-data", "--prefix", "p1/scene", "--size", "256"]) == 0
+    assert main(["sample-data", "--prefix", "p1/scene", "--size", "256", "--output", "table"]) == 0
     stored = BlobServiceClient.from_connection_string(azurite.connection_string).get_container_client(container)
     names = sorted(blob.name for blob in stored.list_blobs())
     assert names == [

@@ -9,7 +9,7 @@ import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient
 from azure.storage.queue import QueueClient
 
-from hastegeo.cli.stack import LocalStack
+from hastegeo_dev.stack import LocalStack
 
 STACK_JOBS_CONTAINER = "haste-jobs"
 STACK_INPUTS_CONTAINER = "haste-inputs"

@@ -17,10 +17,10 @@ import pytest
 
 import api.http_routes as routes
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
-from hastegeo.cli.stack import LocalStack
 from hastegeo.models.states import JobState
 from hastegeo.runtime import get_runtime
 from hastegeo.store.queues import SUBMIT_QUEUE
+from hastegeo_dev.stack import LocalStack
 
 pytestmark = pytest.mark.azurite
 

@@ -26,13 +26,13 @@ import pytest
 
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo.cli.stack import LocalStack
 from hastegeo.models.job import Job, JobInput
 from hastegeo.models.ownership import SOURCE_FIELDS, parameter_refs
 from hastegeo.models.states import JobState
 from hastegeo.processors import PROCESSORS
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import REQUESTS_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo_dev.stack import LocalStack
 from tests.security.conftest import STACK_INPUTS_CONTAINER, stack_container, stack_queue, wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]

@@ -20,8 +20,8 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
 from hastegeo.cli.client import TERMINAL, ApiClient, ApiError
-from hastegeo.cli.stack import LocalStack
 from hastegeo_dev.devhost.azurite import ACCOUNT_KEY
+from hastegeo_dev.stack import LocalStack
 from tests.security.conftest import STACK_INPUTS_CONTAINER, stack_container, stack_queue, wait_until
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]

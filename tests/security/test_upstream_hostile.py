@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from azure.storage.blob import ContainerClient
 
-from hastegeo.cli.stack import LocalStack
 from hastegeo.runtime import Runtime
 from hastegeo.store.queues import POISON_SUFFIX, REQUESTS_QUEUE, SUBMIT_QUEUE
+from hastegeo_dev.stack import LocalStack
 from tests.conftest import RuntimeFactory
 from tests.security.conftest import stack_container, stack_queue, wait_until
 

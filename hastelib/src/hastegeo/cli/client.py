@@ -2,7 +2,11 @@
 
 The CLI uses it; so do the demo and the benchmark. It raises
 :class:`ApiError` carrying the problem+json body, so callers can show the
-server's words rather than a status code.
+server's words rather than a status code. A 429 or 503 is sent again after
+the ``Retry-After`` the API gave, within ``retry_budget_s`` (the only retry
+this client makes, besides resending on a kept-alive connection the server
+had closed); connection errors and timeouts are raised as they are, for the
+caller to explain (``hastegeo.cli.exits``).
 
 Bearer tokens come either fixed (``bearer_token``) or from a ``token_provider``
 called before every request; :class:`CredentialToken` is that provider for an
@@ -11,6 +15,7 @@ azure-identity credential, so a ``--watch`` that outlives a token gets a new one
 
 from __future__ import annotations
 
+import email.utils
 import http.client
 import json
 import threading
@@ -26,10 +31,23 @@ if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+# Statuses the API answers with Retry-After when trying again later can succeed (docs: The API).
+RETRIED = frozenset({429, 503})
+MAX_RETRY_AFTER_S = 60.0
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    """The API answered with an error status; ``body`` is its problem+json (or the start of its text)."""
+
+    def __init__(
+        self,
+        status: int,
+        body: dict[str, Any],
+        headers: dict[str, str] | None = None,
+        *,
+        attempts: int = 1,
+        waited: float = 0.0,
+    ) -> None:
         title = body.get("title") or f"HTTP {status}"
         detail = body.get("detail")
         errors = "; ".join(f"{e.get('field')}: {e.get('message')}" for e in body.get("errors") or [])
@@ -37,6 +55,30 @@ class ApiError(Exception):
         self.status = status
         self.body = body
         self.headers = headers or {}
+        self.attempts = attempts
+        self.waited = waited
+
+
+class NotTheApi(ValueError):
+    """A success status whose body is not JSON: something other than the API answered."""
+
+
+class WatchTimeout(TimeoutError):
+    """A followed job had not ended when the caller's time ran out (not a transport timeout)."""
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date); None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _proxied(parts: urllib.parse.SplitResult) -> bool:
@@ -90,11 +132,36 @@ class ApiClient:
     bearer_token: str | None = None
     # Called before every request for a fresh token (wins over bearer_token), e.g. CredentialToken.
     token_provider: Callable[[], str] | None = None
+    # How long in all a request may wait on Retry-After answers (429, 503) before its error is raised.
+    retry_budget_s: float = 60.0
+    sleep: Callable[[float], None] = time.sleep
     _local: threading.local = field(default_factory=threading.local, init=False, repr=False, compare=False)
     _through_proxy: dict[tuple[str, str], bool] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def request(
         self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """Send one request; answer ``(status, JSON body, headers)`` or raise :class:`ApiError`.
+
+        A 429 or 503 is sent again after its ``Retry-After`` (at most ``MAX_RETRY_AFTER_S``) while the
+        waits fit in ``retry_budget_s``. Submissions are safe to resend: the CLI sends an Idempotency-Key.
+        """
+        waited, attempts = 0.0, 1
+        while True:
+            try:
+                return self._request_once(method, path, body, headers)
+            except ApiError as exc:
+                asked = retry_after_s(_header(exc.headers, "Retry-After")) if exc.status in RETRIED else None
+                wait = None if asked is None else min(asked, MAX_RETRY_AFTER_S)
+                if wait is None or waited + wait > self.retry_budget_s:
+                    exc.attempts, exc.waited = attempts, waited
+                    raise
+            self.sleep(wait)
+            waited += wait
+            attempts += 1
+
+    def _request_once(
+        self, method: str, path: str, body: Any, headers: dict[str, str] | None
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         data = None if body is None else json.dumps(body).encode()
         all_headers = {"Accept": "application/json", **(headers or {})}
@@ -122,7 +189,13 @@ class ApiClient:
             except ValueError:
                 problem = {"title": raw.decode(errors="replace")[:200]}
             raise ApiError(status, problem if isinstance(problem, dict) else {}, response_headers)
-        return status, json.loads(raw or b"{}"), response_headers
+        try:
+            answer = json.loads(raw or b"{}")
+        except ValueError:
+            raise NotTheApi(f"HTTP {status} with a body that is not JSON") from None
+        if not isinstance(answer, dict):
+            raise NotTheApi(f"HTTP {status} with JSON that is not an object")
+        return status, answer, response_headers
 
     def close(self) -> None:
         """Close this thread's connection (other threads' connections close when they are collected)."""
@@ -185,8 +258,10 @@ class ApiClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self.request("POST", "/api/jobs", request, headers)[1]
 
-    def get(self, job_id: str) -> dict[str, Any]:
-        return self.request("GET", f"/api/jobs/{urllib.parse.quote(job_id)}")[1]
+    def get(self, job_id: str, *, read_urls: bool = False) -> dict[str, Any]:
+        """The job; with ``read_urls``, each output carries a signed read URL (valid minutes, never stored)."""
+        query = "?readUrls=true" if read_urls else ""
+        return self.request("GET", f"/api/jobs/{urllib.parse.quote(job_id, safe='')}{query}")[1]
 
     def list(self, project_id: str, state: str | None = None, page_size: int = 50) -> Iterator[dict[str, Any]]:
         token: str | None = None
@@ -203,7 +278,10 @@ class ApiClient:
                 return
 
     def cancel(self, job_id: str) -> dict[str, Any]:
-        return self.request("POST", f"/api/jobs/{urllib.parse.quote(job_id)}/cancel")[1]
+        return self.request("POST", f"/api/jobs/{urllib.parse.quote(job_id, safe='')}/cancel")[1]
+
+    def backends(self) -> dict[str, Any]:
+        return self.request("GET", "/api/backends")[1]
 
     def health(self) -> dict[str, Any]:
         return self.request("GET", "/api/health")[1]
@@ -214,11 +292,15 @@ class ApiClient:
         on_event: Callable[[dict[str, Any]], None],
         *,
         interval: float = 0.25,
-        timeout: float = 600.0,
+        timeout: float | None = 600.0,
     ) -> dict[str, Any]:
-        """Follow a job until it ends, calling ``on_event`` once per new history event."""
+        """Follow a job until it ends (or ``timeout`` runs out, if given), calling ``on_event`` once per new event.
+
+        Raises:
+            WatchTimeout: the job had not ended within ``timeout`` seconds.
+        """
         seen = 0
-        deadline = time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             job = self.get(job_id)
             history = job.get("history", [])
@@ -230,6 +312,11 @@ class ApiClient:
             seen = total
             if job.get("state") in TERMINAL:
                 return job
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"job {job_id} is still {job.get('state')} after {timeout:.0f}s")
+            if deadline is not None and time.monotonic() > deadline:
+                raise WatchTimeout(f"job {job_id} is still {job.get('state')} after {timeout:.0f}s")
             time.sleep(interval)
+
+
+def _header(headers: dict[str, str], name: str) -> str | None:
+    """A response header by name, whatever its case (http.client keeps the server's)."""
+    return next((value for key, value in headers.items() if key.lower() == name.lower()), None)

@@ -1,17 +1,37 @@
-"""How the CLI prints a job and its events; shared by the client commands and the demo.
+"""How the CLI prints: tables for people, the API's JSON for scripts; shared by the commands and the demo.
 
-A module of its own so that ``main`` (the commands) and ``demo`` (which ``main``
-runs) import it instead of each other.
+``--output json`` prints exactly what the API answered: one document for one object
+(a job, the backends), and JSON lines for lists (one job summary, history event or
+output record per line), so a list streams page by page and ``jq`` reads it as it comes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import sys
+from typing import Any, TextIO
+
+TABLE, JSON = "table", "json"
+
+
+def default_output(stream: TextIO | None = None) -> str:
+    """Tables on a terminal, JSON when piped or redirected (``$HASTE_OUTPUT`` or ``--output`` decide otherwise)."""
+    stream = stream or sys.stdout
+    return TABLE if stream.isatty() else JSON
+
+
+def print_json(value: Any, *, line: bool = False) -> None:
+    """One JSON document (indented) or one JSON line."""
+    print(json.dumps(value) if line else json.dumps(value, indent=2), flush=True)
+
+
+def event_line(event: dict[str, Any]) -> str:
+    at = str(event.get("at", ""))[11:19]
+    return f"  {at}  {event.get('state', ''):<16} {event.get('source', ''):<12} {event.get('message', '')}"
 
 
 def print_event(event: dict[str, Any]) -> None:
-    at = str(event.get("at", ""))[11:19]
-    print(f"  {at}  {event.get('state', ''):<16} {event.get('source', ''):<12} {event.get('message', '')}", flush=True)
+    print(event_line(event), flush=True)
 
 
 def print_job(job: dict[str, Any]) -> None:
@@ -20,3 +40,20 @@ def print_job(job: dict[str, Any]) -> None:
         print(f"  reason: {job['reason']}")
     for output in job.get("outputs", []):
         print(f"  output: {output['blob']}  ({output['size']} bytes)")
+
+
+def job_row(job: dict[str, Any]) -> str:
+    return f"{job['id']}  {job['workload']:<10} {job['backend']:<12} {job['state']:<16} {job['createdAt']}"
+
+
+def output_row(output: dict[str, Any]) -> str:
+    return f"{output['size']:>12}  {str(output.get('sha256') or '-')[:12]:<12}  {output['name']}"
+
+
+def backend_rows(body: dict[str, Any]) -> list[str]:
+    rows = [f"default: {body.get('default')}"]
+    for backend in body.get("backends", []):
+        rows.append(f"{backend['name']:<14} weight {backend['weight']:<4} {', '.join(backend['workloads']) or '-'}")
+        rows += [f"  not {workload}: {why}" for workload, why in backend.get("unavailable", {}).items()]
+    rows += [f"{backend['name']:<14} disabled: {backend['reason']}" for backend in body.get("disabled", [])]
+    return rows

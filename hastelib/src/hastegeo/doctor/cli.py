@@ -28,7 +28,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     doctor.add_argument("--resource-group", default=os.environ.get("AZURE_RESOURCE_GROUP", ""))
     doctor.add_argument("--app", default=os.environ.get("FUNCTION_APP_NAME", ""), help="the Function App's name")
     doctor.add_argument("--only", action="append", choices=AREAS, help="run only this area (repeatable)")
-    doctor.add_argument("--output", choices=("table", "json"), default="table")
     doctor.add_argument("--telemetry-hours", type=int, default=24, help="how far back to look for telemetry")
     doctor.set_defaults(handler=lambda args: run_doctor(args))
 

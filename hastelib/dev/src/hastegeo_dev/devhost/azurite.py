@@ -28,6 +28,8 @@ from collections import deque
 from pathlib import Path
 from types import TracebackType
 
+from hastegeo_dev.checkout import OWN_CHECKOUT
+
 # Azurite's well-known development account. It is public and documented, and
 # only ever valid against a local emulator.
 ACCOUNT_NAME = "devstoreaccount1"
@@ -46,9 +48,9 @@ class AzuriteError(RuntimeError):
 
 
 def find_azurite(repo_root: Path | None = None) -> str:
-    """The azurite launcher: ``node_modules/.bin/azurite`` under the repository, else on PATH."""
+    """``node_modules/.bin/azurite`` here, in a parent or in this package's own checkout, else azurite on PATH."""
     roots = [repo_root] if repo_root else []
-    roots += [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[4]]
+    roots += [Path.cwd(), *Path.cwd().parents, OWN_CHECKOUT]
     for root in roots:
         candidate = root / "node_modules" / ".bin" / "azurite"
         if candidate.exists():

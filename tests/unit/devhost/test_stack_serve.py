@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.cli.stack import HostProcess, LocalStack
+from hastegeo_dev.stack import HostProcess, LocalStack
 
 
 @pytest.fixture

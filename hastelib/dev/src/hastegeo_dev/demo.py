@@ -16,32 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from azure.storage.blob import BlobServiceClient
-
 from hastegeo.cli.client import ApiClient
 from hastegeo.cli.output import print_event, print_job
-from hastegeo.cli.stack import LocalStack
+from hastegeo.cli.sample_data import SCENE_SIZE, upload_sample_scene
+from hastegeo_dev.stack import LocalStack
 
 PROJECT = "demo"
-SCENE_SIZE = 512
 TIMEOUT_S = 300
-
-
-def upload_sample_scene(
-    connection_string: str, folder: Path, prefix: str, size: int = SCENE_SIZE, container: str = "haste-inputs"
-) -> list[str]:
-    """Generate the synthetic scene and upload it to the inputs container. Returns the blob names."""
-    from hastegeo.workflows.sample_data import generate  # geospatial imports only when asked for
-
-    scene = generate(folder, size=size, seed=0)
-    inputs = BlobServiceClient.from_connection_string(connection_string).get_container_client(container)
-    names = []
-    for path in (*scene.rasters, scene.labels, scene.buildings):
-        name = f"{prefix}/{path.name}"
-        with path.open("rb") as data:
-            inputs.upload_blob(name, data, overwrite=True)
-        names.append(name)
-    return names
 
 
 def run_demo(backend: str = "local", keep: bool = False, serve: bool = False) -> int:

@@ -20,30 +20,13 @@ from types import TracebackType
 
 from hastegeo.config import load_settings
 from hastegeo.runtime import ensure_storage
-
-try:  # development only: `haste dev`, `demo` and `sample-data` import this module lazily (docs/adr/0013)
-    from hastegeo_dev.devhost.azurite import Azurite
-except ModuleNotFoundError as exc:
-    if exc.name is None or not exc.name.startswith("hastegeo_dev"):
-        raise
-    raise SystemExit(
-        "this command needs the development distribution hastegeo-dev: run `make install` "
-        "or `pip install -e hastelib/dev` in a checkout"
-    ) from exc
+from hastegeo_dev.checkout import repo_root
+from hastegeo_dev.devhost.azurite import Azurite
 
 HOST_START_TIMEOUT_S = 60.0
 STOPS = (signal.SIGINT, signal.SIGTERM)  # what ends LocalStack.serve
 # Who the stack's callers are unless HASTE_DEV_PRINCIPAL says otherwise: an admin, so the demo can do everything.
 DEFAULT_DEV_PRINCIPAL = "name=dev@localhost;roles=Haste.Admin"
-
-
-def repo_root(start: Path | None = None) -> Path:
-    """The folder holding ``function_app.py`` (the current folder or a parent)."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "function_app.py").exists() and (folder / "host.json").exists():
-            return folder
-    raise FileNotFoundError("function_app.py not found here or in a parent folder; run from the repository")
 
 
 def _csv(value: str) -> list[str]:
