@@ -124,6 +124,38 @@ class PipelineSettings(_Section):
     )
 
 
+class CapacitySettings(_Section):
+    """How long a submitted job may wait for compute on each backend before it is moved on (compute/capacity.py)."""
+
+    local_queue_limit_s: int = Field(
+        3600,
+        alias="HASTE_LOCAL_QUEUE_LIMIT_S",
+        gt=0,
+        description="A job waiting longer than this for a free local slot is moved on (s).",
+    )
+    azure_batch_queue_limit_s: int = Field(
+        1800,
+        alias="HASTE_AZURE_BATCH_QUEUE_LIMIT_S",
+        gt=0,
+        description="A job waiting longer than this for a Batch node is moved on (s; pool resizes time out at 15 min).",
+    )
+    azure_ml_queue_limit_s: int = Field(
+        3600,
+        alias="HASTE_AZURE_ML_QUEUE_LIMIT_S",
+        gt=0,
+        description="A job queued longer than this on its Azure ML compute is moved on (s).",
+    )
+
+    def queue_limit_s(self, backend: str) -> int:
+        """The queue-time limit of ``backend``; a backend from an entry point gets the local one's."""
+        limits = {
+            "local": self.local_queue_limit_s,
+            "azure_batch": self.azure_batch_queue_limit_s,
+            "azure_ml": self.azure_ml_queue_limit_s,
+        }
+        return limits.get(backend, self.local_queue_limit_s)
+
+
 class LocalSettings(_Section):
     root: str = Field(
         "",
@@ -238,6 +270,7 @@ class Settings(_Section):
     pipeline: PipelineSettings
     auth: AuthSettings
     local: LocalSettings
+    capacity: CapacitySettings = Field(default_factory=lambda: CapacitySettings.model_validate({}))
     batch: BatchSettings
     aml: AmlSettings
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings.model_validate({}))
@@ -284,6 +317,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "pipeline": PipelineSettings,
     "auth": AuthSettings,
     "local": LocalSettings,
+    "capacity": CapacitySettings,
     "batch": BatchSettings,
     "aml": AmlSettings,
     "telemetry": TelemetrySettings,

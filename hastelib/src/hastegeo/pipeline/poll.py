@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from hastegeo.compute import capacity
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.history import add_workload_events
 from hastegeo.models.job import Job, JobRequest
@@ -32,6 +33,7 @@ from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
+from hastegeo.telemetry.meter import ReasonClass
 from hastegeo.utils.errors import HasteError, TerminalBackendError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -85,14 +87,17 @@ class PollStep:
         if not status.state.terminal:
             if job.state is JobState.CANCEL_REQUESTED:
                 self._cancel_provider(job)
-            waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
-            if status.state is ComputeState.QUEUED and waited > deps.settings.pipeline.queued_deadline_s:
-                reason = f"the provider did not start it within {deps.settings.pipeline.queued_deadline_s}s"
-                self._cancel_provider(job)
-                deps.end_job(
-                    job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="deadline"
-                )
-                return
+            if status.state is ComputeState.QUEUED and job.state is JobState.RUNNING:
+                waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
+                limit = deps.settings.capacity.queue_limit_s(job.handle.backend)
+                line = capacity.verdict(job.handle.backend, waited, limit, status.capacity)
+                if line is not None:
+                    self._cancel_provider(job)
+                    kind: ReasonClass = "deadline" if waited > limit else "provider"
+                    deps.end_job(
+                        job.id, JobState.FAILED, f"failed: {line}", source=SOURCE, reason=line, reason_class=kind
+                    )
+                    return
             self._progress(version, status, chain)
             return
         self._ended(version, status, message)

@@ -39,6 +39,7 @@ from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 
+from hastegeo.compute.capacity import CapacityWait
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
     BlobLocation,
@@ -155,7 +156,9 @@ class LocalBackend(ComputeBackend):
         if ended is not None:
             return self._ended_status(name, ended)
         if self._layout.is_waiting(name):
-            return ComputeStatus(state=ComputeState.QUEUED, detail="waiting for a free local slot")
+            busy = "the 1 local slot is busy" if self._slots == 1 else f"all {self._slots} local slots are busy"
+            wait = CapacityWait(reason=busy)
+            return ComputeStatus(state=ComputeState.QUEUED, detail="waiting for a free local slot", capacity=wait)
         return ComputeStatus(state=ComputeState.RUNNING if (state / "running.json").exists() else ComputeState.QUEUED)
 
     def collect_outputs(self, handle: ComputeJobHandle) -> None:

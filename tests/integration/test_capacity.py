@@ -1,0 +1,116 @@
+"""Compute that does not come: the pipeline on the real BatchClient against a Batch test service told to refuse it.
+
+A pool whose last resize hit the core quota and that has no node cannot run anything until an operator acts:
+the job is moved on at once, its one history line quoting the pool's own reason. A pool that never grows is
+waited for until the backend's queue limit, with the reason in the history meanwhile. A pool that grows in
+time runs the job as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hastegeo.config import load_settings
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import parse_request
+from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.store.queues import JobMessage
+from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.testing.batch_service import BatchTestService
+
+from .conftest import drive, put_input, request
+
+pytestmark = pytest.mark.azurite
+POOL = "cpu-pool"
+QUOTA = "The specified account has reached VM core quota for family standardDSv3Family."
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def batch(azurite: Azurite, unique: str) -> Iterator[tuple[Runtime, BatchTestService, Clock]]:
+    service = BatchTestService(azurite.connection_string).start()
+    env = {
+        "AzureWebJobsStorage": azurite.connection_string,
+        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        "HASTE_BACKENDS_ENABLED": "azure_batch",
+        "HASTE_AZURE_BATCH_QUEUE_LIMIT_S": "1800",
+        **service.settings(("artifacts",)),
+        "BATCH_POOLS": f"artifacts={POOL}",
+    }
+    clock = Clock()
+    runtime = build_runtime(load_settings(env), clock=clock, sleep=lambda _: None)
+    yield runtime, service, clock
+    for adapter in runtime.registry.built().values():
+        adapter.close()
+    service.stop()
+
+
+def submitted(runtime: Runtime) -> str:
+    put_input(runtime, "p1/a.txt", b"alpha")
+    job = runtime.acceptor.accept(parse_request(request(backend="azure_batch"))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    return job.id
+
+
+def poll(runtime: Runtime, job_id: str) -> None:
+    runtime.poll.handle(JobMessage(job_id=job_id, kind="poll", poll_seq=runtime.store.get(job_id).poll_seq))
+
+
+def test_a_quota_that_cannot_clear_moves_the_job_on_at_once(batch: tuple[Runtime, BatchTestService, Clock]) -> None:
+    runtime, service, _ = batch
+    service.faults.refuse_capacity(POOL, "AccountCoreQuotaReached", QUOTA)
+    job_id = submitted(runtime)
+    poll(runtime, job_id)
+    job = runtime.store.get(job_id)
+    assert job.state is JobState.FAILED
+    assert job.reason == (
+        f"waiting for compute on azure_batch for 0 s: pool {POOL}: AccountCoreQuotaReached: {QUOTA} "
+        "(this cannot clear by itself)"
+    )
+    assert job.history[-1].message == f"failed: {job.reason}"
+    assert job.handle is not None
+    provider_job = service.engine.jobs[job.handle.provider_ids["job_id"]]
+    assert provider_job.state == "completed"  # cancelled: no provider job is left waiting for a node
+
+
+def test_a_pool_that_never_grows_is_waited_for_until_the_queue_limit(
+    batch: tuple[Runtime, BatchTestService, Clock],
+) -> None:
+    runtime, service, clock = batch
+    service.faults.refuse_capacity(POOL, "AllocationFailed", "Allocation failed: no capacity in the region.")
+    job_id = submitted(runtime)
+    poll(runtime, job_id)
+    waiting = runtime.store.get(job_id)
+    assert waiting.state is JobState.RUNNING
+    reason = f"pool {POOL}: AllocationFailed: Allocation failed: no capacity in the region."
+    assert waiting.history[-1].message == f"waiting for a node: {reason}"
+    clock.now += timedelta(seconds=1801)
+    poll(runtime, job_id)
+    job = runtime.store.get(job_id)
+    assert job.state is JobState.FAILED
+    assert job.reason == f"waiting for compute on azure_batch for 30 min: {reason} (over the 30 min queue limit)"
+
+
+def test_a_pool_that_grows_in_time_runs_the_job(batch: tuple[Runtime, BatchTestService, Clock]) -> None:
+    runtime, service, _ = batch
+    service.faults.refuse_capacity(POOL, target=2)  # allocating, no error yet
+    job_id = submitted(runtime)
+    poll(runtime, job_id)
+    assert (
+        runtime.store.get(job_id).history[-1].message == f"waiting for a node: pool {POOL} is allocating nodes (0 of 2)"
+    )
+    service.faults.grant_capacity(POOL)
+    finished = drive(runtime, job_id, timeout=60)
+    assert finished.state is JobState.SUCCEEDED, finished.reason
