@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +115,66 @@ def test_a_pool_that_grows_in_time_runs_the_job(batch: tuple[Runtime, BatchTestS
     service.faults.grant_capacity(POOL)
     finished = drive(runtime, job_id, timeout=60)
     assert finished.state is JobState.SUCCEEDED, finished.reason
+
+
+@pytest.fixture
+def auto(azurite: Azurite, unique: str, tmp_path: Path) -> Iterator[tuple[Runtime, BatchTestService]]:
+    """``auto`` over the Batch test service (ranked first for every job) and the local backend."""
+    service = BatchTestService(azurite.connection_string).start()
+    env = {
+        "AzureWebJobsStorage": azurite.connection_string,
+        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        "HASTE_BACKENDS_ENABLED": "azure_batch,local",
+        "HASTE_DEFAULT_BACKEND": "auto",
+        "HASTE_BACKEND_WEIGHTS": "azure_batch=1000000,local=0.000001",
+        "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+        **service.settings(("artifacts",)),
+        "BATCH_POOLS": f"artifacts={POOL}",
+    }
+    runtime = build_runtime(load_settings(env), sleep=lambda _: None)
+    yield runtime, service
+    for adapter in runtime.registry.built().values():
+        adapter.close()
+    service.stop()
+
+
+def test_an_auto_job_moves_to_its_next_backend_once_its_provider_job_is_gone(
+    auto: tuple[Runtime, BatchTestService],
+) -> None:
+    runtime, service = auto
+    service.faults.refuse_capacity(POOL, "AccountCoreQuotaReached", QUOTA)
+    put_input(runtime, "p1/a.txt", b"alpha")
+    job_id = runtime.acceptor.accept(parse_request(request())).job.id
+    runtime.submit.handle(JobMessage(job_id=job_id, kind="submit"))
+    on_batch = runtime.store.get(job_id)
+    assert on_batch.backend == "azure_batch"
+    assert on_batch.handle is not None
+    # The first cancel does not get through: the job stays on Batch, leaving, with one provider job.
+    service.faults.fail("terminate_job", 500, "InternalError", times=50)
+    poll(runtime, job_id)
+    leaving = runtime.store.get(job_id)
+    assert leaving.state is JobState.RUNNING
+    assert leaving.backend == "azure_batch"
+    line = f"waiting for compute on azure_batch for 0 s: pool {POOL}: AccountCoreQuotaReached: {QUOTA}"
+    assert f"{line} (this cannot clear by itself); moving to local" in [e.message for e in leaving.history]
+    # The next poll (a redelivery, or another host after this one died) cancels again, confirms, moves.
+    service.faults.clear()
+    service.faults.refuse_capacity(POOL, "AccountCoreQuotaReached", QUOTA)
+    stale = JobMessage(job_id=job_id, kind="poll", poll_seq=leaving.poll_seq)
+    runtime.poll.handle(stale)
+    moved = runtime.store.get(job_id)
+    assert moved.state is JobState.QUEUED
+    assert moved.backend == "local"
+    assert moved.handle is None
+    assert moved.backends_left == ["azure_batch"]
+    assert moved.history[-1].message == "moved from azure_batch to local: its provider job is gone"
+    assert service.engine.jobs[on_batch.handle.provider_ids["job_id"]].state == "completed"
+    runtime.poll.handle(stale)  # the old chain's message again: dropped
+    assert runtime.store.get(job_id).updated_at == moved.updated_at
+    runtime.submit.handle(JobMessage(job_id=job_id, kind="submit"))
+    finished = drive(runtime, job_id, timeout=60)
+    assert finished.state is JobState.SUCCEEDED, finished.reason
+    assert finished.handle is not None
+    assert finished.handle.backend == "local"

@@ -26,6 +26,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PendingPoll, PipelineDeps, ended_job
+from hastegeo.pipeline.failover import Failover
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
 from hastegeo.processors.base import PostprocessError
@@ -43,6 +44,7 @@ SOURCE = "poll"
 class PollStep:
     def __init__(self, deps: PipelineDeps, outputs: OutputReader, acceptor: JobAcceptor) -> None:
         self._deps = deps
+        self._failover = Failover(deps)
         self._outputs = outputs
         self._acceptor = acceptor
 
@@ -84,23 +86,54 @@ class PollStep:
             # settings fix may bring it back): keep polling until the deadline.
             self._note(version, f"status check failed, will retry: {describe_exception(exc)}", chain)
             return
+        if job.moving is not None and job.state is JobState.RUNNING and status.state is not ComputeState.SUCCEEDED:
+            self._leave(version, status, chain)  # leaving its backend: a crash or a redelivery resumes here
+            return
         if not status.state.terminal:
             if job.state is JobState.CANCEL_REQUESTED:
                 self._cancel_provider(job)
-            if status.state is ComputeState.QUEUED and job.state is JobState.RUNNING:
-                waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
-                limit = deps.settings.capacity.queue_limit_s(job.handle.backend)
-                line = capacity.verdict(job.handle.backend, waited, limit, status.capacity)
-                if line is not None:
-                    self._cancel_provider(job)
-                    kind: ReasonClass = "deadline" if waited > limit else "provider"
-                    deps.end_job(
-                        job.id, JobState.FAILED, f"failed: {line}", source=SOURCE, reason=line, reason_class=kind
-                    )
-                    return
+            queued = status.state is ComputeState.QUEUED and job.state is JobState.RUNNING
+            if queued and self._moved_on(version, status, chain):
+                return
             self._progress(version, status, chain)
             return
         self._ended(version, status, message)
+
+    # -- when compute does not come -----------------------------------------------------
+
+    def _moved_on(self, version: Versioned, status: ComputeStatus, chain: bool) -> bool:
+        """A queued job that waited enough (compute/capacity.py): leaving for its next backend (``auto``),
+        else failed with the provider's reason. False: it keeps waiting."""
+        deps = self._deps
+        job = version.job
+        assert job.handle is not None
+        waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
+        limit = deps.settings.capacity.queue_limit_s(job.handle.backend)
+        line = capacity.verdict(job.handle.backend, waited, limit, status.capacity)
+        if line is None:
+            return False
+        if self._failover.begin(version, line):
+            self._leave(version, status, chain)
+            return True
+        self._cancel_provider(job)
+        kind: ReasonClass = "deadline" if waited > limit else "provider"
+        deps.end_job(job.id, JobState.FAILED, f"failed: {line}", source=SOURCE, reason=line, reason_class=kind)
+        return True
+
+    def _leave(self, version: Versioned, status: ComputeStatus, chain: bool) -> None:
+        """Cancel the provider job of a job leaving its backend; once it is confirmed gone, move the job."""
+        job = version.job
+        assert job.handle is not None
+        if not status.state.terminal:
+            self._cancel_provider(job)
+            try:
+                status = self._deps.service.status(job.handle)
+            except HasteError as exc:  # not confirmed yet: the next poll asks again
+                log.info("status of %s after its cancel: %s", job.id, describe_exception(exc), extra=job_fields(job))
+        if status.state in (ComputeState.CANCELLED, ComputeState.FAILED):
+            self._failover.finish(job)
+        else:  # not gone yet, or it ran after all: the next poll asks again (and post-processes a success)
+            self._progress(version, status, chain)
 
     # -- while running ----------------------------------------------------------------
 
