@@ -4,10 +4,7 @@ with its one Batch job terminated before it moves, run once on the local backend
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,12 +12,13 @@ import pytest
 from hastegeo.config import load_settings
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import build_runtime
-from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
 
 from .checks import assert_clean, check_jobs
 from .conftest import CHAOS_JOBS, Outcome
+from .delivery import deliver_twice_shuffled
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 POOL = "cpu-pool"
@@ -55,25 +53,7 @@ def test_failover_with_every_message_delivered_twice(own_azurite: Azurite, tmp_p
         runtime.blobs.get_container_client("haste-inputs").upload_blob("p1/a.txt", b"alpha", overwrite=True)
         body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
         ids = [runtime.acceptor.accept(parse_request(body)).job.id for _ in range(CHAOS_JOBS)]
-        rng = random.Random(20261203)
-        steps = {SUBMIT_QUEUE: runtime.submit.handle, POLL_QUEUE: runtime.poll.handle}
-        deadline = time.monotonic() + 180
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            while not all(runtime.store.get(i).state.terminal for i in ids):
-                assert time.monotonic() < deadline, "jobs did not finish"
-                received = [
-                    (queue, message)
-                    for queue in steps
-                    for message in runtime.queues.client(queue).receive_messages(
-                        messages_per_page=16, max_messages=16, visibility_timeout=10
-                    )
-                ]
-                deliveries = [(queue, message) for queue, message in received for _ in range(2)]
-                rng.shuffle(deliveries)
-                list(pool.map(lambda d: steps[d[0]](JobMessage.model_validate_json(d[1].content)), deliveries))
-                for queue, message in received:
-                    runtime.queues.client(queue).delete_message(message)
-                time.sleep(0.05)
+        deliver_twice_shuffled(runtime, ids, seed=20261203, timeout_s=180)
         finals = [runtime.store.get(i) for i in ids]
         check_jobs(outcome, [job.api_view() for job in finals], tmp_path / "local")
         assert outcome.succeeded == len(ids), outcome.notes
