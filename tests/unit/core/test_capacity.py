@@ -78,7 +78,8 @@ def test_verdict_waits_moves_on_over_the_limit_and_at_once_when_blocked() -> Non
         "(over the 30 min queue limit)"
     )
     assert verdict("azure_batch", 1860, 1800, None) == (
-        "waiting for compute on azure_batch for 31 min: the provider gave no reason (over the 30 min queue limit)"
+        "waiting for compute on azure_batch for 31 min: the provider has not started it yet "
+        "(over the 30 min queue limit)"
     )
     blocked = CapacityWait(reason="pool gpu does not exist", blocked=True)
     assert verdict("azure_batch", 5, 1800, blocked) == (
@@ -94,3 +95,33 @@ def test_each_backend_has_its_own_queue_limit() -> None:
     assert limits.queue_limit_s("azure_ml") == 3600
     assert limits.queue_limit_s("local") == 3600
     assert limits.queue_limit_s("toy") == 3600
+
+
+def test_the_board_counts_waits_per_backend_and_keeps_the_last_reason() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from hastegeo.models.job import Job
+    from hastegeo.models.states import JobState
+    from hastegeo.pipeline.capacity_board import BackendQueue, summarize
+
+    now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+
+    def job(n: int, state: JobState, backend: str, minutes_ago: int, reason: str | None = None) -> Job:
+        at = now - timedelta(minutes=minutes_ago)
+        return Job(id=f"j{n}", project_id="p1", workload="artifacts", state=state, requested_backend="auto",
+                   backend=backend, created_at=at, updated_at=at, started_at=at, deadline_at=now,
+                   waiting_for_compute=reason)  # fmt: skip
+
+    jobs = [
+        job(1, JobState.QUEUED, "local", 5),
+        job(2, JobState.RUNNING, "local", 1),  # running: not waiting
+        job(3, JobState.RUNNING, "azure_batch", 30, "pool gpu: AllocationFailed: no VMs"),
+        job(4, JobState.RUNNING, "azure_batch", 2, "pool gpu is allocating nodes (0 of 2)"),
+    ]
+    before = {"azure_ml": BackendQueue(last_reason="compute gpu: QuotaExceeded: none", last_reason_at=now)}
+    board = summarize(jobs, now, before)
+    assert board["local"] == BackendQueue(waiting=1, oldest_wait_s=300.0)
+    assert board["azure_batch"].waiting == 2
+    assert board["azure_batch"].oldest_wait_s == 1800.0
+    assert board["azure_batch"].last_reason == "pool gpu is allocating nodes (0 of 2)"  # the newest
+    assert board["azure_ml"] == before["azure_ml"]  # nothing waits there now; its last reason stays

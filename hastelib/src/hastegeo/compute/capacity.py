@@ -66,10 +66,14 @@ def duration_text(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
 
 
+def waiting_text(wait: CapacityWait | None) -> str:
+    """What a queued job records while it waits: the provider's reason, or that it gave none."""
+    return wait.reason if wait is not None else "the provider has not started it yet"
+
+
 def wait_line(backend: str, waited_s: float, wait: CapacityWait | None) -> str:
     """``waiting for compute on <backend> for <duration>: <reason>``."""
-    reason = wait.reason if wait is not None else "the provider gave no reason"
-    return f"waiting for compute on {backend} for {duration_text(waited_s)}: {reason}"
+    return f"waiting for compute on {backend} for {duration_text(waited_s)}: {waiting_text(wait)}"
 
 
 def verdict(backend: str, waited_s: float, limit_s: float, wait: CapacityWait | None) -> str | None:

@@ -141,6 +141,7 @@ class PollStep:
         deps = self._deps
         job = version.job
         note = status.detail or ("running" if status.state is ComputeState.RUNNING else "waiting to start")
+        waiting = None if status.state is not ComputeState.QUEUED else capacity.waiting_text(status.capacity)
         seq = job.poll_seq
         assert job.handle is not None
         path = deps.processors[job.workload].progress_log_path
@@ -150,11 +151,17 @@ class PollStep:
         def change(current: Job) -> Job | None:
             advance = chain and current.poll_seq == seq
             changed = note != current.detail or status.progress != current.progress
+            rewait = waiting != current.waiting_for_compute
             fresh = lines if current.progress_offset == job.progress_offset else []  # else another poll copied them
             recovered = current.last_error is not None  # this status check worked: the retried error is past
-            if not advance and not changed and not fresh and not recovered:
+            if not advance and not changed and not fresh and not recovered and not rewait:
                 return None
-            updates: dict[str, Any] = {"detail": note, "progress": status.progress, "last_error": None}
+            updates: dict[str, Any] = {
+                "detail": note,
+                "progress": status.progress,
+                "last_error": None,
+                "waiting_for_compute": waiting,
+            }
             if advance:
                 updates["poll_seq"] = seq + 1
                 updates.update(pending.fields() if pending else {})
