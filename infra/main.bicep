@@ -152,6 +152,8 @@ param hasteAzureBatchQueueLimitS string
 @description('App setting HASTE_AZURE_ML_QUEUE_LIMIT_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteAzureMlQueueLimitS string
+@description('App setting HASTE_PROJECT_MAX_RUNNING_PER_BACKEND; its meaning is in docs/deploy.md.')
+param hasteProjectMaxRunningPerBackend string
 @description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteOtelExport string
@@ -405,6 +407,7 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteLocalAllowInAzure: hasteLocalAllowInAzure
     hasteAzureBatchQueueLimitS: hasteAzureBatchQueueLimitS
     hasteAzureMlQueueLimitS: hasteAzureMlQueueLimitS
+    hasteProjectMaxRunningPerBackend: hasteProjectMaxRunningPerBackend
     hasteOtelExport: hasteOtelExport
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS

@@ -146,6 +146,25 @@ class CapacitySettings(_Section):
         description="A job queued longer than this on its Azure ML compute is moved on (s).",
     )
 
+    project_max_running: CsvMap = Field(
+        {},
+        alias="HASTE_PROJECT_MAX_RUNNING_PER_BACKEND",
+        description="The most jobs one project may have running per backend, e.g. local=20 (unset: no limit; "
+        "honoured by the local backend's admission, where projects also take turns).",
+    )
+
+    @field_validator("project_max_running")
+    @classmethod
+    def _counts(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = {k: v for k, v in value.items() if not v.isdigit()}
+        if bad:
+            raise ValueError(f"limits must be whole numbers of jobs, got {bad}")
+        return value
+
+    def project_limit(self, backend: str) -> int:
+        """The most running jobs one project may have on ``backend`` (0: no limit)."""
+        return int(self.project_max_running.get(backend, "0"))
+
     def queue_limit_s(self, backend: str) -> int:
         """The queue-time limit of ``backend``; a backend from an entry point gets the local one's."""
         limits = {
