@@ -168,6 +168,7 @@ def test_an_auto_job_moves_to_its_next_backend_once_its_provider_job_is_gone(
     assert moved.state is JobState.QUEUED
     assert moved.backend == "local"
     assert moved.handle is None
+    assert moved.waiting_for_compute is None
     assert moved.backends_left == ["azure_batch"]
     assert moved.history[-1].message == "moved from azure_batch to local: its provider job is gone"
     assert service.engine.jobs[on_batch.handle.provider_ids["job_id"]].state == "completed"

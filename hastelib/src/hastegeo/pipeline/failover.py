@@ -90,6 +90,7 @@ class Failover:
                 poll_due_at=None,
                 started_at=None,
                 detail=None,
+                waiting_for_compute=None,
                 progress=None,
                 progress_offset=0,
                 deadline_at=now + timedelta(seconds=deps.settings.pipeline.queued_deadline_s),
