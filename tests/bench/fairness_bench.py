@@ -6,8 +6,8 @@
 Real processes (each workload a short Python process, as the local backend runs
 it). Project A submits its whole burst; once ``--slots`` x 2 of its jobs have
 finished (mid-burst), project B submits one job. Measured: how long B's job
-waited to start, and how many of A's jobs that were already waiting started
-before it. "today's order" is the queue taken oldest first (B's job given A's
+waited to start, and how many of A's jobs that were waiting when it joined the
+queue started before it. "today's order" is the queue taken oldest first (B's job given A's
 project, which is exactly first-come first-served); "projects in turn" is the
 admission this release ships. The rest of the burst is cancelled once B's job
 has started, so the run is bounded by the burst's submission, not its work.
@@ -75,14 +75,17 @@ def run(order: str, jobs: int, slots: int, root: Path) -> Result:
         if time.monotonic() > deadline:
             raise TimeoutError("the burst did not start")
         time.sleep(0.02)
-    waiting = {name for name in burst if _started(root, name) is None}
     submitted = time.time()
     handles.append(local.submit(_spec("b", "B" if order == "projects in turn" else "A")))
     while (b_started := _started(root, "b")) is None:
         if time.monotonic() > deadline:
             raise TimeoutError("B's job did not start")
         time.sleep(0.01)
-    before = sum(1 for name in waiting if (at := _started(root, name)) is not None and at < b_started)
+    # Waiting when B's job joined the queue (its project is recorded just before its queue entry).
+    arrived = (root / "jobs" / "haste-b" / "state" / "project").stat().st_mtime
+    waiting = [_started(root, name) for name in burst]
+    waiting = [at for at in waiting if at is None or at.timestamp() > arrived]
+    before = sum(1 for at in waiting if at is not None and at < b_started)
     for handle in handles:
         local.cancel(handle)
     local.close()
