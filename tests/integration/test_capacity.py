@@ -9,6 +9,7 @@ time runs the job as before.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -37,25 +38,36 @@ class Clock:
         return self.now
 
 
-@pytest.fixture
-def batch(azurite: Azurite, unique: str) -> Iterator[tuple[Runtime, BatchTestService, Clock]]:
+@contextmanager
+def running(
+    azurite: Azurite, unique: str, clock: Clock | None, **env: str
+) -> Iterator[tuple[Runtime, BatchTestService]]:
+    """A runtime over the Batch test service (its ``artifacts`` pool is :data:`POOL`) with ``env`` on top."""
     service = BatchTestService(azurite.connection_string).start()
-    env = {
+    settings = {
         "AzureWebJobsStorage": azurite.connection_string,
         "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
         "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
         "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-        "HASTE_BACKENDS_ENABLED": "azure_batch",
-        "HASTE_AZURE_BATCH_QUEUE_LIMIT_S": "1800",
         **service.settings(("artifacts",)),
         "BATCH_POOLS": f"artifacts={POOL}",
+        **env,
     }
+    runtime = build_runtime(load_settings(settings), clock=clock or Clock(), sleep=lambda _: None)
+    try:
+        yield runtime, service
+    finally:
+        for adapter in runtime.registry.built().values():
+            adapter.close()
+        service.stop()
+
+
+@pytest.fixture
+def batch(azurite: Azurite, unique: str) -> Iterator[tuple[Runtime, BatchTestService, Clock]]:
     clock = Clock()
-    runtime = build_runtime(load_settings(env), clock=clock, sleep=lambda _: None)
-    yield runtime, service, clock
-    for adapter in runtime.registry.built().values():
-        adapter.close()
-    service.stop()
+    limit = {"HASTE_BACKENDS_ENABLED": "azure_batch", "HASTE_AZURE_BATCH_QUEUE_LIMIT_S": "1800"}
+    with running(azurite, unique, clock, **limit) as (runtime, service):
+        yield runtime, service, clock
 
 
 def submitted(runtime: Runtime) -> str:
@@ -120,24 +132,16 @@ def test_a_pool_that_grows_in_time_runs_the_job(batch: tuple[Runtime, BatchTestS
 @pytest.fixture
 def auto(azurite: Azurite, unique: str, tmp_path: Path) -> Iterator[tuple[Runtime, BatchTestService]]:
     """``auto`` over the Batch test service (ranked first for every job) and the local backend."""
-    service = BatchTestService(azurite.connection_string).start()
-    env = {
-        "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-        "HASTE_BACKENDS_ENABLED": "azure_batch,local",
-        "HASTE_DEFAULT_BACKEND": "auto",
-        "HASTE_BACKEND_WEIGHTS": "azure_batch=1000000,local=0.000001",
-        "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
-        **service.settings(("artifacts",)),
-        "BATCH_POOLS": f"artifacts={POOL}",
-    }
-    runtime = build_runtime(load_settings(env), sleep=lambda _: None)
-    yield runtime, service
-    for adapter in runtime.registry.built().values():
-        adapter.close()
-    service.stop()
+    with running(
+        azurite,
+        unique,
+        None,
+        HASTE_BACKENDS_ENABLED="azure_batch,local",
+        HASTE_DEFAULT_BACKEND="auto",
+        HASTE_BACKEND_WEIGHTS="azure_batch=1000000,local=0.000001",
+        HASTE_LOCAL_ROOT=str(tmp_path / "local"),
+    ) as parts:
+        yield parts
 
 
 def test_an_auto_job_moves_to_its_next_backend_once_its_provider_job_is_gone(
