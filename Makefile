@@ -73,10 +73,11 @@ demo: install ## Start the embedded stack and run a real job end to end through 
 dev: install ## Start Azurite and the development Functions host (and the web console) until Ctrl-C; traces: haste trace <job-id>
 	HASTE_OTEL_EXPORT=$${HASTE_OTEL_EXPORT:-file:$(CURDIR)/.haste/otel.jsonl} $(PY) -m hastegeo_dev dev
 
-bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_JOBS=1000: acceptance rate, storage calls per job), per-workload runtime and memory
+bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_JOBS=1000: acceptance rate, storage calls per job), per-workload runtime and memory, fair share (FAIR_JOBS=1000)
 	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS)
 	$(PY) -m tests.bench.load_bench --jobs $(LOAD_JOBS)
 	$(PY) -m tests.bench.workloads_bench --sizes 512 4096
+	$(PY) -m tests.bench.fairness_bench --jobs $${FAIR_JOBS:-1000}
 
 bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES): reconciler, listings, a read
 	$(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000}

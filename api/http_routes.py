@@ -25,6 +25,7 @@ from hastegeo.models.ids import ID_RULE, is_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
+from hastegeo.pipeline.capacity_board import BackendQueue
 from hastegeo.runtime import get_runtime
 from hastegeo.store.cursor import InvalidTokenError
 from hastegeo.store.queues import SUBMIT_QUEUE
@@ -228,7 +229,9 @@ def list_backends(req: func.HttpRequest) -> func.HttpResponse:
     except Denied as denied:
         return denied.response
     candidates = runtime.deps.router.candidates
-    # Each enabled backend says which workloads it takes and why it takes no others, with its current settings.
+    board = runtime.api.board.read()
+    # Each enabled backend says which workloads it takes and why it takes no others, with its current settings,
+    # and what its queue looked like at the reconciler's last pass.
     return json_response(
         {
             "default": runtime.settings.routing.default_backend,
@@ -239,6 +242,8 @@ def list_backends(req: func.HttpRequest) -> func.HttpResponse:
                     "weight": c.weight,
                     "unavailable": dict(sorted(c.unable.items())),
                     "takesNothingBecause": c.takes_nothing_because,
+                    "autoRoutes": c.weight > 0 and bool(c.workloads),
+                    "capacity": board.get(c.name, BackendQueue()).model_dump(mode="json", by_alias=True),
                 }
                 for c in sorted(candidates.values(), key=lambda c: c.name)
             ],

@@ -224,6 +224,20 @@ def openapi_document() -> dict[str, Any]:
                         "weight": {"type": "number"},
                         "unavailable": {"type": "object", "additionalProperties": {"type": "string"}},
                         "takesNothingBecause": {"type": ["string", "null"]},
+                        "autoRoutes": {
+                            "type": "boolean",
+                            "description": "Whether auto sends jobs here (first choice or after a move)",
+                        },
+                        "capacity": {
+                            "type": "object",
+                            "description": "The backend's queue at the reconciler's last pass",
+                            "properties": {
+                                "waiting": {"type": "integer", "description": "Jobs waiting for compute"},
+                                "oldestWaitS": {"type": ["number", "null"], "description": "The oldest wait (s)"},
+                                "lastReason": {"type": ["string", "null"], "description": "The last capacity reason"},
+                                "lastReasonAt": {"type": ["string", "null"], "format": "date-time"},
+                            },
+                        },
                     },
                 },
             },

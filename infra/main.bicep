@@ -146,6 +146,14 @@ param hasteProjectGroups string
   'false'
 ])
 param hasteLocalAllowInAzure string
+@description('App setting HASTE_AZURE_BATCH_QUEUE_LIMIT_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteAzureBatchQueueLimitS string
+@description('App setting HASTE_AZURE_ML_QUEUE_LIMIT_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteAzureMlQueueLimitS string
+@description('App setting HASTE_PROJECT_MAX_RUNNING_PER_BACKEND; its meaning is in docs/deploy.md.')
+param hasteProjectMaxRunningPerBackend string
 @description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteOtelExport string
@@ -397,6 +405,9 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteHttpAuthLevel: hasteHttpAuthLevel
     hasteProjectGroups: hasteProjectGroups
     hasteLocalAllowInAzure: hasteLocalAllowInAzure
+    hasteAzureBatchQueueLimitS: hasteAzureBatchQueueLimitS
+    hasteAzureMlQueueLimitS: hasteAzureMlQueueLimitS
+    hasteProjectMaxRunningPerBackend: hasteProjectMaxRunningPerBackend
     hasteOtelExport: hasteOtelExport
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS

@@ -215,7 +215,13 @@ export async function jobPage(main, id, ctx) {
   ctx.poll(load, POLL_MS);
 }
 
-/** The backends the app may route to, what each takes, and why the others are off. */
+/** How long the oldest job has waited for compute, for the backends table ("–": none waits). */
+function waitText(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  return seconds < 120 ? `${Math.round(seconds)} s` : `${Math.round(seconds / 60)} min`;
+}
+
+/** The backends the app may route to, what each takes, why the others are off, and each one's queue. */
 export async function backendsPage(main) {
   let data;
   try {
@@ -228,9 +234,14 @@ export async function backendsPage(main) {
     h("h1", { text: "Backends" }),
     h("p", { text: `Default: ${data.default}` }),
     h("table", { class: "backends" },
-      h("thead", {}, h("tr", {}, ["backend", "workloads", "weight", "unavailable"].map((name) => h("th", { scope: "col", text: name })))),
+      h("thead", {}, h("tr", {}, ["backend", "workloads", "weight", "auto", "waiting", "oldest wait", "last capacity reason", "unavailable"]
+        .map((name) => h("th", { scope: "col", text: name })))),
       h("tbody", {}, data.backends.map((item) => h("tr", {},
         h("td", { text: item.name }), h("td", { text: item.workloads.join(", ") || item.takesNothingBecause || "none" }), h("td", { class: "num", text: String(item.weight) }),
+        h("td", { text: item.autoRoutes ? "yes" : "no" }),
+        h("td", { class: "num", text: String(item.capacity.waiting) }),
+        h("td", { class: "num", text: waitText(item.capacity.oldestWaitS) }),
+        h("td", { text: item.capacity.lastReason ? `${item.capacity.lastReason} (${formatTime(item.capacity.lastReasonAt)})` : "–" }),
         h("td", { text: Object.entries(item.unavailable).map(([k, v]) => `${k}: ${v}`).join("; ") || "–" }))))),
     h("h2", { text: "Disabled" }),
     h("ul", {}, data.disabled.map((item) => h("li", { text: `${item.name}: ${item.reason}` }))));

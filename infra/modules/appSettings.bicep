@@ -83,6 +83,14 @@ param hasteProjectGroups string
   'false'
 ])
 param hasteLocalAllowInAzure string
+@description('App setting HASTE_AZURE_BATCH_QUEUE_LIMIT_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteAzureBatchQueueLimitS string
+@description('App setting HASTE_AZURE_ML_QUEUE_LIMIT_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteAzureMlQueueLimitS string
+@description('App setting HASTE_PROJECT_MAX_RUNNING_PER_BACKEND; its meaning is in docs/deploy.md.')
+param hasteProjectMaxRunningPerBackend string
 @description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteOtelExport string
@@ -205,6 +213,9 @@ var operatorSettings = {
   HASTE_HTTP_AUTH_LEVEL: hasteHttpAuthLevel
   HASTE_PROJECT_GROUPS: hasteProjectGroups
   HASTE_LOCAL_ALLOW_IN_AZURE: hasteLocalAllowInAzure
+  HASTE_AZURE_BATCH_QUEUE_LIMIT_S: hasteAzureBatchQueueLimitS
+  HASTE_AZURE_ML_QUEUE_LIMIT_S: hasteAzureMlQueueLimitS
+  HASTE_PROJECT_MAX_RUNNING_PER_BACKEND: hasteProjectMaxRunningPerBackend
   HASTE_OTEL_EXPORT: hasteOtelExport
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS

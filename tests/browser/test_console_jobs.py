@@ -150,6 +150,8 @@ def test_backends_panel(page: Any, shoot: Callable[[Any, str], Path]) -> None:
     row = page.locator("table.backends tbody tr", has_text="local")
     row.wait_for()
     assert "imagery" in row.text_content()
+    assert row.locator("td").nth(3).text_content() == "yes"  # auto routes to it
+    assert row.locator("td").nth(4).text_content() == "0"  # no job waits for compute
     assert page.locator("ul li", has_text="azure_batch").count() == 1
     shoot(page, "backends")
 

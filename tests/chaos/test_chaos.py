@@ -7,7 +7,6 @@ import random
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -28,6 +27,7 @@ from hastegeo_dev.testing.batch_service import BatchTestService
 
 from .checks import assert_clean, check_jobs
 from .conftest import CHAOS_JOBS, Outcome
+from .delivery import deliver_twice_shuffled
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -80,25 +80,7 @@ def test_every_message_delivered_twice_and_out_of_order(own_azurite: Azurite, tm
     runtime.blobs.get_container_client("haste-inputs").upload_blob("p1/a.txt", b"alpha", overwrite=True)
     body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
     ids = [runtime.acceptor.accept(parse_request(body)).job.id for _ in range(CHAOS_JOBS)]
-    rng = random.Random(20261130)
-    steps = {SUBMIT_QUEUE: runtime.submit.handle, POLL_QUEUE: runtime.poll.handle}
-    deadline = time.monotonic() + 120
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        while not all(runtime.store.get(i).state.terminal for i in ids):
-            assert time.monotonic() < deadline, "jobs did not finish"
-            received = [
-                (queue, message)
-                for queue in steps
-                for message in runtime.queues.client(queue).receive_messages(
-                    messages_per_page=16, max_messages=16, visibility_timeout=10
-                )
-            ]
-            deliveries = [(queue, message) for queue, message in received for _ in range(2)]
-            rng.shuffle(deliveries)
-            list(pool.map(lambda d: steps[d[0]](JobMessage.model_validate_json(d[1].content)), deliveries))
-            for queue, message in received:
-                runtime.queues.client(queue).delete_message(message)
-            time.sleep(0.05)
+    deliver_twice_shuffled(runtime, ids, seed=20261130, timeout_s=120)
     for adapter in runtime.registry.built().values():
         adapter.close()
     check_jobs(outcome, [api_view(runtime, i) for i in ids], tmp_path / "local")

@@ -267,10 +267,10 @@ def test_a_live_poll_chain_costs_the_sweep_no_message(make_runtime: RuntimeFacto
 
 
 def test_provider_queue_wait_is_bounded(make_runtime: RuntimeFactory) -> None:
-    """A job the provider never starts (no free slot here) fails once it waited longer than the limit."""
+    """A job the provider never starts (no free slot here) fails once it waited longer than its backend's limit."""
     clock = Clock()
     runtime = build_runtime(
-        load_settings({**_env(make_runtime), "HASTE_LOCAL_SLOTS": "1", "HASTE_QUEUED_DEADLINE_S": "60"}), clock=clock
+        load_settings({**_env(make_runtime), "HASTE_LOCAL_SLOTS": "1", "HASTE_LOCAL_QUEUE_LIMIT_S": "60"}), clock=clock
     )
     runtime.deps.processors["artifacts"] = ScriptProcessor()
     blocker = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
@@ -281,7 +281,10 @@ def test_provider_queue_wait_is_bounded(make_runtime: RuntimeFactory) -> None:
     runtime.poll.handle(JobMessage(job_id=waiting.id, kind="nudge"))
     failed = runtime.store.get(waiting.id)
     assert failed.state is JobState.FAILED
-    assert failed.reason == "the provider did not start it within 60s"
+    assert (
+        failed.reason == "waiting for compute on local for 61 s: the 1 local slot is busy (over the 60 s queue limit)"
+    )
+    assert failed.history[-1].message == f"failed: {failed.reason}"
     runtime.cancel.cancel(blocker.id)
 
 

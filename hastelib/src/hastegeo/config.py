@@ -124,6 +124,57 @@ class PipelineSettings(_Section):
     )
 
 
+class CapacitySettings(_Section):
+    """How long a submitted job may wait for compute on each backend before it is moved on (compute/capacity.py)."""
+
+    local_queue_limit_s: int = Field(
+        3600,
+        alias="HASTE_LOCAL_QUEUE_LIMIT_S",
+        gt=0,
+        description="A job waiting longer than this for a free local slot is moved on (s).",
+    )
+    azure_batch_queue_limit_s: int = Field(
+        1800,
+        alias="HASTE_AZURE_BATCH_QUEUE_LIMIT_S",
+        gt=0,
+        description="A job waiting longer than this for a Batch node is moved on (s; pool resizes time out at 15 min).",
+    )
+    azure_ml_queue_limit_s: int = Field(
+        3600,
+        alias="HASTE_AZURE_ML_QUEUE_LIMIT_S",
+        gt=0,
+        description="A job queued longer than this on its Azure ML compute is moved on (s).",
+    )
+
+    project_max_running: CsvMap = Field(
+        {},
+        alias="HASTE_PROJECT_MAX_RUNNING_PER_BACKEND",
+        description="The most jobs one project may have running per backend, e.g. local=20 (unset: no limit; "
+        "honoured by the local backend's admission, where projects also take turns).",
+    )
+
+    @field_validator("project_max_running")
+    @classmethod
+    def _counts(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = {k: v for k, v in value.items() if not v.isdigit()}
+        if bad:
+            raise ValueError(f"limits must be whole numbers of jobs, got {bad}")
+        return value
+
+    def project_limit(self, backend: str) -> int:
+        """The most running jobs one project may have on ``backend`` (0: no limit)."""
+        return int(self.project_max_running.get(backend, "0"))
+
+    def queue_limit_s(self, backend: str) -> int:
+        """The queue-time limit of ``backend``; a backend from an entry point gets the local one's."""
+        limits = {
+            "local": self.local_queue_limit_s,
+            "azure_batch": self.azure_batch_queue_limit_s,
+            "azure_ml": self.azure_ml_queue_limit_s,
+        }
+        return limits.get(backend, self.local_queue_limit_s)
+
+
 class LocalSettings(_Section):
     root: str = Field(
         "",
@@ -238,6 +289,7 @@ class Settings(_Section):
     pipeline: PipelineSettings
     auth: AuthSettings
     local: LocalSettings
+    capacity: CapacitySettings = Field(default_factory=lambda: CapacitySettings.model_validate({}))
     batch: BatchSettings
     aml: AmlSettings
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings.model_validate({}))
@@ -284,6 +336,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "pipeline": PipelineSettings,
     "auth": AuthSettings,
     "local": LocalSettings,
+    "capacity": CapacitySettings,
     "batch": BatchSettings,
     "aml": AmlSettings,
     "telemetry": TelemetrySettings,

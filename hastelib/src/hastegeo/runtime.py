@@ -36,6 +36,7 @@ from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
+from hastegeo.store.board import CapacityBoard
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry import tracer
@@ -81,6 +82,7 @@ class ApiParts:
     store: JobStore
     acceptor: JobAcceptor
     cancel: CancelStep
+    board: CapacityBoard  # each backend's queue, as the reconciler last saw it
 
 
 @dataclass(frozen=True)
@@ -250,10 +252,14 @@ def build_runtime(
         cancel=CancelStep(deps),
         poison=PoisonStep(deps),
         upstream=UpstreamStep(deps, acceptor),
-        reconcile=ReconcileStep(deps),
+        reconcile=ReconcileStep(deps, CapacityBoard(jobs_container)),
         submit_limiter=TokenBucket(settings.pipeline.submit_rate_per_s, settings.pipeline.submit_burst),
         api=ApiParts(
-            blobs=api_blobs, store=api_deps.store, acceptor=JobAcceptor(api_deps), cancel=CancelStep(api_deps)
+            blobs=api_blobs,
+            store=api_deps.store,
+            acceptor=JobAcceptor(api_deps),
+            cancel=CancelStep(api_deps),
+            board=CapacityBoard(api_blobs.get_container_client(settings.storage.jobs_container)),
         ),
     )
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from hastegeo.compute import fingerprint as _fingerprint
+from hastegeo.compute.capacity import CapacityWait
 
 Workload = Literal["imagery", "training", "inference", "embedding", "artifacts"]
 WORKLOADS: tuple[str, ...] = get_args(Workload)
@@ -102,6 +103,7 @@ class ComputeStatus(_Frozen):
     reason: str | None = None  # why it failed or was cancelled
     detail: str | None = None  # a short note that changes when something deserves a history line
     progress: float | None = None
+    capacity: CapacityWait | None = None  # queued: why there is no compute yet (see compute/capacity.py)
 
 
 class OutputRead(_Frozen):

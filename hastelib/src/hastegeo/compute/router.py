@@ -73,15 +73,22 @@ class ComputeRouter:
                     field="backend",
                 )
             return requested
-        able = [c for c in self._candidates.values() if workload in c.workloads and c.weight > 0]
-        if not able:
+        ranked = self.ranking(workload, job_id)
+        if not ranked:
             reasons = "; ".join(
                 f"{c.name}: {c.why_not(workload)}" for c in sorted(self._candidates.values(), key=_name)
             )
             raise BackendUnavailableError(
                 f"No enabled backend can run {workload!r} workloads" + (f" ({reasons})" if reasons else "")
             )
-        return max(able, key=lambda c: (rendezvous_score(job_id, c.name, c.weight), c.name)).name
+        return ranked[0]
+
+    def ranking(self, workload: str, job_id: str) -> list[str]:
+        """Every enabled backend that can run ``workload``, best first for this job: ``auto``'s first choice,
+        then where the job goes when that one's compute does not come (the same order on every worker)."""
+        able = [c for c in self._candidates.values() if workload in c.workloads and c.weight > 0]
+        able.sort(key=lambda c: (rendezvous_score(job_id, c.name, c.weight), c.name), reverse=True)
+        return [c.name for c in able]
 
 
 def _name(candidate: RouteCandidate) -> str:

@@ -124,6 +124,7 @@ INTERNAL_FIELDS = frozenset(
         "idempotency_key",
         "progress_offset",
         "trace_parent",
+        "moving",
     }
 )
 
@@ -174,6 +175,13 @@ class Job(_Model):
     request_fingerprint: str = ""
     idempotency_key: str | None = None
     summary: dict[str, Any] = Field(default_factory=dict, description="Figures from post-processing.")
+    backends_left: list[str] = Field(
+        default_factory=list, description="Backends this job left, in order, because their compute did not come."
+    )
+    waiting_for_compute: str | None = Field(
+        None, description="Why the provider has not started it yet, while it waits (its own words made readable)."
+    )
+    moving: str | None = Field(None, description="Why the job is leaving its backend, until its provider job is gone.")
     trace_parent: str | None = Field(None, description="W3C traceparent of the span that accepted the job.")
 
     def api_view(self) -> dict[str, Any]:

@@ -7,6 +7,8 @@
        │            cancel_requested ──► cancelled | failed | postprocessing
        └──► cancelled | failed
 
+    running ──► queued: an ``auto`` job whose compute did not come moves to its next backend.
+
 A job that a worker crashed in the middle of a step stays in that step's
 state; the redelivered message resumes it, so self-moves are not needed.
 """
@@ -38,8 +40,10 @@ TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCE
 ALLOWED: dict[JobState, frozenset[JobState]] = {
     JobState.QUEUED: frozenset({JobState.SUBMITTING, JobState.CANCELLED, JobState.FAILED}),
     JobState.SUBMITTING: frozenset({JobState.RUNNING, JobState.CANCEL_REQUESTED, JobState.FAILED}),
+    # Back to queued: an ``auto`` job whose compute did not come moves to its next backend
+    # (pipeline/failover.py), once its provider job is confirmed gone.
     JobState.RUNNING: frozenset(
-        {JobState.POSTPROCESSING, JobState.CANCEL_REQUESTED, JobState.FAILED, JobState.CANCELLED}
+        {JobState.POSTPROCESSING, JobState.CANCEL_REQUESTED, JobState.FAILED, JobState.CANCELLED, JobState.QUEUED}
     ),
     # The provider may finish the work before the cancellation lands; the
     # outputs are then real and the history says so.

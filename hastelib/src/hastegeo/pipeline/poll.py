@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from hastegeo.compute import capacity
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.history import add_workload_events
 from hastegeo.models.job import Job, JobRequest
@@ -25,6 +26,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PendingPoll, PipelineDeps, ended_job
+from hastegeo.pipeline.failover import Failover
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.progress import ProgressLine, progress_lines
 from hastegeo.processors.base import PostprocessError
@@ -32,6 +34,7 @@ from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
+from hastegeo.telemetry.meter import ReasonClass
 from hastegeo.utils.errors import HasteError, TerminalBackendError, describe_exception
 
 log = logging.getLogger(__name__)
@@ -41,6 +44,7 @@ SOURCE = "poll"
 class PollStep:
     def __init__(self, deps: PipelineDeps, outputs: OutputReader, acceptor: JobAcceptor) -> None:
         self._deps = deps
+        self._failover = Failover(deps)
         self._outputs = outputs
         self._acceptor = acceptor
 
@@ -82,20 +86,54 @@ class PollStep:
             # settings fix may bring it back): keep polling until the deadline.
             self._note(version, f"status check failed, will retry: {describe_exception(exc)}", chain)
             return
+        if job.moving is not None and job.state is JobState.RUNNING and status.state is not ComputeState.SUCCEEDED:
+            self._leave(version, status, chain)  # leaving its backend: a crash or a redelivery resumes here
+            return
         if not status.state.terminal:
             if job.state is JobState.CANCEL_REQUESTED:
                 self._cancel_provider(job)
-            waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
-            if status.state is ComputeState.QUEUED and waited > deps.settings.pipeline.queued_deadline_s:
-                reason = f"the provider did not start it within {deps.settings.pipeline.queued_deadline_s}s"
-                self._cancel_provider(job)
-                deps.end_job(
-                    job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="deadline"
-                )
+            queued = status.state is ComputeState.QUEUED and job.state is JobState.RUNNING
+            if queued and self._moved_on(version, status, chain):
                 return
             self._progress(version, status, chain)
             return
         self._ended(version, status, message)
+
+    # -- when compute does not come -----------------------------------------------------
+
+    def _moved_on(self, version: Versioned, status: ComputeStatus, chain: bool) -> bool:
+        """A queued job that waited enough (compute/capacity.py): leaving for its next backend (``auto``),
+        else failed with the provider's reason. False: it keeps waiting."""
+        deps = self._deps
+        job = version.job
+        assert job.handle is not None
+        waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
+        limit = deps.settings.capacity.queue_limit_s(job.handle.backend)
+        line = capacity.verdict(job.handle.backend, waited, limit, status.capacity)
+        if line is None:
+            return False
+        if self._failover.begin(version, line):
+            self._leave(version, status, chain)
+            return True
+        self._cancel_provider(job)
+        kind: ReasonClass = "deadline" if waited > limit else "provider"
+        deps.end_job(job.id, JobState.FAILED, f"failed: {line}", source=SOURCE, reason=line, reason_class=kind)
+        return True
+
+    def _leave(self, version: Versioned, status: ComputeStatus, chain: bool) -> None:
+        """Cancel the provider job of a job leaving its backend; once it is confirmed gone, move the job."""
+        job = version.job
+        assert job.handle is not None
+        if not status.state.terminal:
+            self._cancel_provider(job)
+            try:
+                status = self._deps.service.status(job.handle)
+            except HasteError as exc:  # not confirmed yet: the next poll asks again
+                log.info("status of %s after its cancel: %s", job.id, describe_exception(exc), extra=job_fields(job))
+        if status.state in (ComputeState.CANCELLED, ComputeState.FAILED):
+            self._failover.finish(job)
+        else:  # not gone yet, or it ran after all: the next poll asks again (and post-processes a success)
+            self._progress(version, status, chain)
 
     # -- while running ----------------------------------------------------------------
 
@@ -103,6 +141,7 @@ class PollStep:
         deps = self._deps
         job = version.job
         note = status.detail or ("running" if status.state is ComputeState.RUNNING else "waiting to start")
+        waiting = None if status.state is not ComputeState.QUEUED else capacity.waiting_text(status.capacity)
         seq = job.poll_seq
         assert job.handle is not None
         path = deps.processors[job.workload].progress_log_path
@@ -112,11 +151,17 @@ class PollStep:
         def change(current: Job) -> Job | None:
             advance = chain and current.poll_seq == seq
             changed = note != current.detail or status.progress != current.progress
+            rewait = waiting != current.waiting_for_compute
             fresh = lines if current.progress_offset == job.progress_offset else []  # else another poll copied them
             recovered = current.last_error is not None  # this status check worked: the retried error is past
-            if not advance and not changed and not fresh and not recovered:
+            if not advance and not changed and not fresh and not recovered and not rewait:
                 return None
-            updates: dict[str, Any] = {"detail": note, "progress": status.progress, "last_error": None}
+            updates: dict[str, Any] = {
+                "detail": note,
+                "progress": status.progress,
+                "last_error": None,
+                "waiting_for_compute": waiting,
+            }
             if advance:
                 updates["poll_seq"] = seq + 1
                 updates.update(pending.fields() if pending else {})

@@ -37,10 +37,13 @@ from datetime import datetime, timedelta
 from azure.core.exceptions import AzureError
 
 from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import REENQUEUE_AFTER_S
+from hastegeo.pipeline.capacity_board import summarize
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.store.board import CapacityBoard
 from hastegeo.store.jobs import Unfinished
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -113,8 +116,9 @@ class Conditions:
 
 
 class ReconcileStep:
-    def __init__(self, deps: PipelineDeps) -> None:
+    def __init__(self, deps: PipelineDeps, board: CapacityBoard | None = None) -> None:
         self._deps = deps
+        self._board = board
         # Kept across runs (the timer reuses this step): what is failing right now.
         self._conditions = Conditions()
         self._indexed = False  # the store's state index is known complete (ADR 0011)
@@ -156,6 +160,7 @@ class ReconcileStep:
         except AzureError as exc:  # storage is down: nothing to sweep this run
             self._failed("jobs", "cannot list the unfinished jobs", exc, report)
             return
+        self._post_board([item.job for item in unfinished if item.job is not None])
         for item in unfinished:
             try:
                 self._reconcile(item, report)
@@ -183,6 +188,15 @@ class ReconcileStep:
                 with tracer.within(job.trace_parent):  # the re-armed chain continues the job's trace
                     deps.send_poll(job.id, job.poll_seq, 0)
                 report.rearmed.append(job.id)
+
+    def _post_board(self, jobs: list[Job]) -> None:
+        """Each backend's queue from the documents just read (no extra read), for ``GET /api/backends``."""
+        if self._board is None:
+            return
+        try:
+            self._board.write(summarize(jobs, self._deps.clock(), self._board.read()))
+        except AzureError as exc:  # a view only: the next pass writes it again
+            log.info("reconcile: capacity board not written: %s", describe_exception(exc))
 
     def _expire(self, job_id: str, report: ReconcileReport) -> None:
         job = self._deps.store.find(job_id)

@@ -88,9 +88,16 @@ class _RootError:
 
 
 @dataclass
+class _Warning:
+    source: str
+    message: str
+
+
+@dataclass
 class _RunDetails:
     error: Any = None
     status: str = ""
+    warnings: list[_Warning] = field(default_factory=list)
 
 
 @dataclass
@@ -98,6 +105,8 @@ class StandInState:
     jobs: dict[str, Any] = field(default_factory=dict)  # name → submitted Job entity
     statuses: dict[str, str] = field(default_factory=dict)
     errors: dict[str, tuple[str, str]] = field(default_factory=dict)
+    warnings: dict[str, str] = field(default_factory=dict)  # name → a queued job's warning
+    refusal: tuple[str, str | None, str] | None = None  # new jobs stay at (status, error code, message)
     environments: dict[str, dict[str, Environment]] = field(default_factory=lambda: defaultdict(dict))
     computes: set[str] = field(default_factory=set)
     datastores: set[str] = field(default_factory=set)
@@ -122,7 +131,11 @@ class _Runs:
     def get_run_details(self, run_id: str) -> _RunDetails:
         self._state.enter("runs.get_run_details", run_id)
         error = self._state.errors.get(run_id)
-        return _RunDetails(error=_RunDetails(error=_RootError(*error)) if error else None)
+        warning = self._state.warnings.get(run_id)
+        return _RunDetails(
+            error=_RunDetails(error=_RootError(*error)) if error else None,
+            warnings=[_Warning("Scheduler", warning)] if warning else [],
+        )
 
 
 class StandInJobs:
@@ -136,6 +149,13 @@ class StandInJobs:
         entity = job._to_job() if hasattr(job, "_to_job") else job  # what MLClient does with a Command node
         self._state.jobs[name] = entity
         self._state.statuses.setdefault(name, "NotStarted")
+        if self._state.refusal is not None and self._state.statuses[name] == "NotStarted":
+            status, code, message = self._state.refusal
+            self._state.statuses[name] = status
+            if code:
+                self._state.errors[name] = (code, message)
+            else:
+                self._state.warnings[name] = message
         return self._entity(name)
 
     def get(self, name: str) -> Job:
@@ -283,6 +303,15 @@ class StandInMLClient:
         self.state.statuses[name] = status
         if error is not None:
             self.state.errors[name] = error
+
+    def refuse_capacity(self, code: str | None = None, message: str = "", *, status: str = "Queued") -> None:
+        """Jobs created from now on stay ``status`` and say why in their run details: an error ``code``
+        (``QuotaExceeded``: the cluster has no quota) or, without one, a warning (a long queue)."""
+        self.state.refusal = (status, code, message or f"{code or 'Queued'} (scripted)")
+
+    def grant_capacity(self) -> None:
+        """Jobs created from now on are scheduled as usual (``set_status`` moves the waiting ones)."""
+        self.state.refusal = None
 
     def add_environment(self, environment: Environment) -> None:
         self.state.environments[str(environment.name)][str(environment.version)] = environment

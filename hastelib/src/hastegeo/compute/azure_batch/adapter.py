@@ -22,11 +22,13 @@ from azure.batch.models._models import BatchJobTerminateOptions
 from azure.core.exceptions import AzureError
 
 from hastegeo.compute.azure_batch import taskspec
+from hastegeo.compute.azure_batch.capacity import pool_missing, pool_view, pool_wait
 from hastegeo.compute.azure_batch.errors import BATCH_ERRORS
 from hastegeo.compute.azure_batch.naming import provider_id
 from hastegeo.compute.azure_batch.settings import AuthMode, BatchSettings
 from hastegeo.compute.azure_batch.status import CANCEL_REASON, task_view, to_status
 from hastegeo.compute.azure_batch.taskspec import JOB_ID_METADATA
+from hastegeo.compute.capacity import CapacityWait
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
     ComputeBackend,
@@ -128,7 +130,8 @@ class BatchBackend(ComputeBackend):
         except AzureError as exc:
             raise self._translate(exc, f"reading Batch task {task_id}") from exc
         tail = self._stderr_tail(handle) if view.failed and not cancelled else None
-        return to_status(view, stderr_tail=tail, cancelled=cancelled)
+        capacity = self._pool_wait(handle) if view.state == "active" else None
+        return to_status(view, stderr_tail=tail, cancelled=cancelled, capacity=capacity)
 
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
         """The file from the node, or no data when the node cannot serve it (gone, mid-transition, no such file)."""
@@ -266,6 +269,19 @@ class BatchBackend(ComputeBackend):
         poller.wait(timeout=self._settings.terminate_wait_s)
         if poller.status() == "Failed":
             raise TransientBackendError(f"Termination of Batch job {job_id} could not be confirmed", backend=self.name)
+
+    def _pool_wait(self, handle: ComputeJobHandle) -> CapacityWait | None:
+        """Why the task's pool has no node for it; None when the pool cannot be read (the status still holds)."""
+        pool_id = handle.provider_ids.get("pool_id") or ""
+        if not pool_id:
+            return None
+        try:
+            return pool_wait(pool_view(self._call("get pool", lambda: self._client.get_pool(pool_id)), pool_id))
+        except AzureError as exc:
+            if error_facts(exc).code == "PoolNotFound":
+                return pool_missing(pool_id)
+            log.info("pool %s could not be read: %s", pool_id, self._describe(exc))
+            return None
 
     def _stderr_tail(self, handle: ComputeJobHandle) -> str | None:
         """The end of stderr: the blob copy first (it survives the node), then the node."""

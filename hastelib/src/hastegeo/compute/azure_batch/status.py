@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hastegeo.compute.capacity import CapacityWait
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.compute.tail import with_stderr
 from hastegeo.utils.errors import readable_message
@@ -68,11 +69,15 @@ def requeue_note(view: TaskView) -> str | None:
     return "; ".join(notes) or None
 
 
-def to_status(view: TaskView, *, stderr_tail: str | None = None, cancelled: bool = False) -> ComputeStatus:
-    """Map a task to the backend-neutral status. ``cancelled``: the job was terminated by our cancel."""
+def to_status(
+    view: TaskView, *, stderr_tail: str | None = None, cancelled: bool = False, capacity: CapacityWait | None = None
+) -> ComputeStatus:
+    """Map a task to the backend-neutral status. ``cancelled``: the job was terminated by our cancel;
+    ``capacity``: why an active task has no node (its pool's state)."""
     note = requeue_note(view)
     if view.state == "active":
-        return ComputeStatus(state=ComputeState.QUEUED, detail=_join(note, "waiting for a node"))
+        waiting = f"waiting for a node: {capacity.reason}" if capacity else "waiting for a node"
+        return ComputeStatus(state=ComputeState.QUEUED, detail=_join(note, waiting), capacity=capacity)
     if view.state == "preparing":
         return ComputeStatus(state=ComputeState.QUEUED, detail=_join(note, "preparing the node"))
     if view.state == "running":

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from hastegeo.compute.azure_ml.capacity import run_wait
 from hastegeo.compute.azure_ml.client import ClientFactory, MLClientLike, create_ml_client
 from hastegeo.compute.azure_ml.entities import (
     TAG_FINGERPRINT,
@@ -38,7 +39,7 @@ from hastegeo.compute.azure_ml.entities import (
 from hastegeo.compute.azure_ml.environments import ensure_registered
 from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, Retry
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
-from hastegeo.compute.azure_ml.status import TERMINAL_STATUSES, map_status, status_text
+from hastegeo.compute.azure_ml.status import QUEUED_STATUSES, TERMINAL_STATUSES, map_status, status_text
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
     ComputeBackend,
@@ -150,6 +151,10 @@ class AzureMLBackend(ComputeBackend):
         if job is None:
             raise TerminalBackendError(f"Azure ML job {name} no longer exists", backend=BACKEND)
         status = status_text(job.status)
+        if status in QUEUED_STATUSES:
+            details = self._run_details(name, "is queued")
+            compute = str(getattr(job, "compute", None) or "of the job")
+            return map_status(status, capacity=run_wait(details, compute) if details is not None else None)
         return map_status(status, failure=self._failure(name) if status == "Failed" else None)
 
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
@@ -243,15 +248,16 @@ class AzureMLBackend(ComputeBackend):
 
     def _failure(self, name: str) -> str | None:
         """``Code: message`` of a failed job, from run history (best effort; the SDK keeps it there)."""
+        error = getattr(getattr(self._run_details(name, "failed"), "error", None), "error", None)
+        return None if error is None else describe_error(getattr(error, "code", None), getattr(error, "message", None))
+
+    def _run_details(self, name: str, why: str) -> Any:
+        """The job's run details (its error, warnings) from run history; None when they cannot be read."""
         try:
             runs = getattr(self._client.jobs, "_runs_operations", None)  # may itself call the service
-            details = runs.get_run_details(name) if runs is not None else None
-            error = getattr(getattr(details, "error", None), "error", None)
-            if error is None:
-                return None
-            return describe_error(getattr(error, "code", None), getattr(error, "message", None))
+            return runs.get_run_details(name) if runs is not None else None
         except Exception as exc:
-            log.info("Azure ML job %s failed; its error details could not be read: %s", name, describe_exception(exc))
+            log.info("Azure ML job %s %s; its run details could not be read: %s", name, why, describe_exception(exc))
             return None
 
     def _record(self, handle: ComputeJobHandle, notes: list[str]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hastegeo.compute.capacity import CapacityWait
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 
 _QUEUED = {
@@ -29,6 +30,7 @@ _RUNNING = {
     "Paused": "paused (waiting until the run deadline)",
     "Unknown": "status unknown (waiting until the run deadline)",
 }
+QUEUED_STATUSES = frozenset(_QUEUED)
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Canceled"})
 ALL_STATUSES = frozenset({*_QUEUED, *_RUNNING, *TERMINAL_STATUSES})
 
@@ -40,10 +42,11 @@ def status_text(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
-def map_status(status: Any, *, failure: str | None = None) -> ComputeStatus:
+def map_status(status: Any, *, failure: str | None = None, capacity: CapacityWait | None = None) -> ComputeStatus:
     """Translate an Azure ML job status into the backend-neutral :class:`ComputeStatus`.
 
-    ``failure`` is the readable ``Code: message`` of a failed job, when known.
+    ``failure`` is the readable ``Code: message`` of a failed job, when known; ``capacity``: why a
+    queued job has no compute yet (its run details), when known.
     """
     text = status_text(status)
     if text == "Completed":
@@ -59,7 +62,8 @@ def map_status(status: Any, *, failure: str | None = None) -> ComputeStatus:
             state=ComputeState.CANCELLED, reason="The Azure ML job was canceled", detail="Azure ML: Canceled"
         )
     if text in _QUEUED:
-        return ComputeStatus(state=ComputeState.QUEUED, detail=f"Azure ML: {text} ({_QUEUED[text]})")
+        detail = f"Azure ML: {text} ({_QUEUED[text]})" + (f": {capacity.reason}" if capacity else "")
+        return ComputeStatus(state=ComputeState.QUEUED, detail=detail, capacity=capacity)
     if text in _RUNNING:
         return ComputeStatus(state=ComputeState.RUNNING, detail=f"Azure ML: {text} ({_RUNNING[text]})")
     return ComputeStatus(

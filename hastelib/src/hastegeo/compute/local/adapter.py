@@ -39,6 +39,7 @@ from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 
+from hastegeo.compute.capacity import CapacityWait
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
     BlobLocation,
@@ -50,6 +51,7 @@ from hastegeo.compute.contract import (
     InputFile,
     OutputRead,
 )
+from hastegeo.compute.fairshare import limit_reason
 from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
 from hastegeo.compute.tail import TAIL_BYTES, with_stderr
 from hastegeo.compute.transfer import download, download_prefix, upload
@@ -77,6 +79,7 @@ class LocalBackend(ComputeBackend):
         self._blobs = context.transfer_blobs or context.blob_service
         self._layout = LocalLayout(root).ensure()
         self._slots, self._python, self._niceness = slots, python, niceness
+        self._project_limit = context.settings.capacity.project_limit("local")
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
         job_dir = self._layout.job_dir(spec.name)
@@ -99,7 +102,7 @@ class LocalBackend(ComputeBackend):
             (state / "exit.json").unlink(missing_ok=True)  # an earlier staging failed: stage again
             self._prepare(spec)
             (state / "ready").touch()
-            self._layout.enqueue(spec.name)
+            self._layout.enqueue(spec.name, spec.labels.get("project", ""))
         self._admit()
         return handle
 
@@ -155,7 +158,15 @@ class LocalBackend(ComputeBackend):
         if ended is not None:
             return self._ended_status(name, ended)
         if self._layout.is_waiting(name):
-            return ComputeStatus(state=ComputeState.QUEUED, detail="waiting for a free local slot")
+            project = self._layout.project_of(name)
+            held = limit_reason(project, self._layout.running_per_project()[project], self._project_limit)
+            if held:
+                return ComputeStatus(
+                    state=ComputeState.QUEUED, detail=f"waiting: {held}", capacity=CapacityWait(reason=held)
+                )
+            busy = "the 1 local slot is busy" if self._slots == 1 else f"all {self._slots} local slots are busy"
+            wait = CapacityWait(reason=busy)
+            return ComputeStatus(state=ComputeState.QUEUED, detail="waiting for a free local slot", capacity=wait)
         return ComputeStatus(state=ComputeState.RUNNING if (state / "running.json").exists() else ComputeState.QUEUED)
 
     def collect_outputs(self, handle: ComputeJobHandle) -> None:
@@ -247,7 +258,7 @@ class LocalBackend(ComputeBackend):
 
     def _admit(self) -> None:
         """Admit waiting jobs; each workload started here is reaped by a thread of this process."""
-        for name, process in self._layout.admit(self._slots, self._python):
+        for name, process in self._layout.admit(self._slots, self._python, self._project_limit):
             threading.Thread(target=self._reap, args=(name, process), name=f"local-{process.pid}", daemon=True).start()
 
     def _reap(self, name: str, process: subprocess.Popen[bytes]) -> None:

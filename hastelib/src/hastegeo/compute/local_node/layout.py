@@ -4,7 +4,7 @@ Standard library only: every job's process (:mod:`.run`) imports it, and must st
 
     <root>/
         scheduler.lock            flock held while admitting jobs
-        queue/<seq>-<name>        jobs waiting for a slot (FIFO by seq)
+        queue/<seq>-<name>        jobs waiting for a slot; holds the job's project (projects take turns)
         active/<name>             running jobs: the workload's pid (leader of its own session)
         jobs/<name>/
             spec.json             argv, env, time limit, job id
@@ -15,6 +15,7 @@ Standard library only: every job's process (:mod:`.run`) imports it, and must st
             state/uploaded        outputs and logs are in blob storage
             state/cancel          cancellation requested
             state/launches.log    one line per workload started (at most one per job)
+            state/project         the job's project (admission counts running jobs per project)
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ import fcntl
 import os
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hastegeo.compute.context import utc_now
+from hastegeo.compute.fairshare import admission_order
 from hastegeo.utils.files import read_json, write_json
 from hastegeo.workdir import workdir_env
 
@@ -58,8 +61,19 @@ class LocalLayout:
     def state(self, name: str) -> Path:
         return self.job_dir(name) / "state"
 
-    def enqueue(self, name: str) -> None:
-        (self.root / "queue" / f"{time.time_ns():020d}-{name}").touch()
+    def enqueue(self, name: str, project: str = "") -> None:
+        (self.state(name) / "project").write_text(project, encoding="utf-8")
+        (self.root / "queue" / f"{time.time_ns():020d}-{name}").write_text(project, encoding="utf-8")
+
+    def project_of(self, name: str) -> str:
+        try:
+            return (self.state(name) / "project").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+
+    def running_per_project(self) -> Counter[str]:
+        """Jobs holding a slot, per project (an active entry counts until admission clears it)."""
+        return Counter(self.project_of(entry.name) for entry in (self.root / "active").iterdir())
 
     def dequeue(self, name: str) -> bool:
         """Remove a waiting job from the queue. True if it was waiting."""
@@ -92,8 +106,11 @@ class LocalLayout:
         write_json(self.state(name) / "exit.json", {**ended, "endedAt": utc_now().isoformat(), **extra})
         return ended
 
-    def admit(self, slots: int, python: str) -> list[tuple[str, subprocess.Popen[bytes]]]:
+    def admit(self, slots: int, python: str, project_limit: int = 0) -> list[tuple[str, subprocess.Popen[bytes]]]:
         """Start the workloads of waiting jobs while fewer than ``slots`` run. Returns what it started.
+
+        Projects take turns (:func:`hastegeo.compute.fairshare.admission_order`), and a project
+        with ``project_limit`` jobs running (0: no limit) waits.
 
         Only hosts call it (on submit, on status, when a workload they started ended):
         each workload is a child of the host process that admitted it, which reaps it
@@ -113,11 +130,10 @@ class LocalLayout:
                 if not (self.state(entry.name) / "exit.json").exists():  # no host was left to reap it
                     self.record_exit(entry.name, None, UNRECORDED if pid else NOT_STARTED)
                 entry.unlink()
-            for entry in sorted((self.root / "queue").iterdir()):
-                if free <= 0:
-                    break
-                name = entry.name.split("-", 1)[1]
-                slot = entry.rename(self.root / "active" / name)
+            entries = {entry.name.split("-", 1)[1]: entry for entry in sorted((self.root / "queue").iterdir())}
+            waiting = [(name, self.project_of(name)) for name in entries]
+            for name in admission_order(waiting, self.running_per_project(), free, project_limit):
+                slot = entries[name].rename(self.root / "active" / name)
                 if (self.state(name) / "cancel").exists():  # cancelled while its inputs were being staged
                     self.record_exit(name, None, "cancelled")
                     slot.unlink()
@@ -133,7 +149,6 @@ class LocalLayout:
                 with (self.state(name) / "launches.log").open("a", encoding="utf-8") as launches:
                     launches.write(f"{time.time():.3f} workload {process.pid}\n")
                 started.append((name, process))
-                free -= 1
         return started
 
     def _launch(self, name: str, python: str) -> subprocess.Popen[bytes]:

@@ -43,6 +43,10 @@ def duration_s(value: str | None, default: float = DEFAULT_WALL_CLOCK_S) -> floa
     return days * 86400 + hours * 3600 + minutes * 60 + seconds
 
 
+def pool_of(job: Job) -> str:
+    return str((job.body.get("poolInfo") or {}).get("poolId") or "")
+
+
 @dataclass
 class Job:
     body: dict[str, Any]
@@ -145,6 +149,8 @@ class Engine:
                         self.complete(job, task, None, "TaskEnded", f"The task was terminated: {task.kill_reason}")
                     task.done.set()
                     return
+                if self.faults.capacity_refusal(pool_of(job)) is not None:
+                    continue  # no node for it: the task stays active
                 task.node_id = f"tvm-{next(self._nodes):04d}"
                 task.task_dir = self.root / task.node_id / job.id / task.id
                 task.move("running")

@@ -20,6 +20,7 @@ OPERATIONS = (
     "get_task_file",
     "get_task_file_properties",
     "delete_task_file",
+    "get_pool",
 )
 
 
@@ -46,12 +47,24 @@ class NodeLoss:
 
 
 @dataclass
+class CapacityRefusal:
+    """A pool that gives its tasks no node: its last resize failed with ``code`` (None: it never grows)."""
+
+    code: str | None
+    message: str
+    current_nodes: int = 0
+    target_nodes: int = 1
+    auto_scale: bool = False
+
+
+@dataclass
 class Faults:
     """Faults to inject, per operation name (see :data:`OPERATIONS`) and optionally per job id."""
 
     rules: list[Rule] = field(default_factory=list)
     node_losses: list[NodeLoss] = field(default_factory=list)
     preemptions: dict[str | None, int] = field(default_factory=dict)
+    capacity: dict[str, CapacityRefusal] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def fail(
@@ -97,8 +110,36 @@ class Faults:
             self.preemptions[job_id] = self.preemptions.get(job_id, 0) + times
         return self
 
+    def refuse_capacity(
+        self,
+        pool_id: str,
+        code: str | None = None,
+        message: str = "",
+        *,
+        nodes: int = 0,
+        target: int = 1,
+        auto_scale: bool = False,
+    ) -> Faults:
+        """Tasks on ``pool_id`` stay active (no node takes them) until :meth:`grant_capacity`; the pool
+        reports ``nodes`` busy nodes of ``target`` and, with ``code``, that its last resize failed with it
+        (``AccountCoreQuotaReached``, ``AllocationFailed``, …). ``target=0``: a pool sized to zero."""
+        with self._lock:
+            self.capacity[pool_id] = CapacityRefusal(code, message or f"{code} (injected)", nodes, target, auto_scale)
+        return self
+
+    def grant_capacity(self, pool_id: str) -> Faults:
+        """The pool grows: its waiting tasks start."""
+        with self._lock:
+            self.capacity.pop(pool_id, None)
+        return self
+
+    def capacity_refusal(self, pool_id: str) -> CapacityRefusal | None:
+        with self._lock:
+            return self.capacity.get(pool_id)
+
     def clear(self) -> None:
         with self._lock:
+            self.capacity.clear()
             self.rules.clear()
             self.node_losses.clear()
             self.preemptions.clear()

@@ -24,6 +24,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
     (method, re.compile(pattern), op)
     for method, pattern, op in (
         ("POST", r"/jobs", "create_job"),
+        ("GET", r"/pools/(?P<pool>[^/]+)", "get_pool"),
         ("GET", r"/jobs", "list_jobs"),
         ("GET", r"/jobs/(?P<job>[^/]+)", "get_job"),
         ("PATCH", r"/jobs/(?P<job>[^/]+)", "update_job"),

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 from hastegeo.compute.contract import WORKLOADS
-from hastegeo_dev.testing.batch_service.engine import Engine, Job, Task, now_iso
+from hastegeo_dev.testing.batch_service.engine import Engine, Job, Task, now_iso, pool_of
 from hastegeo_dev.testing.batch_service.faults import NODE_NOT_FOUND, NODE_NOT_READY, Faults
 from hastegeo_dev.testing.batch_service.handler import API_VERSION, Answer, BatchError, Handler
 
@@ -151,6 +151,8 @@ class BatchTestService:
             return Answer(201, headers={"DataServiceId": f"{self.url}/jobs/{body['id']}"})
         if op == "list_jobs":
             return self._list_jobs(query)
+        if op == "get_pool":
+            return Answer(200, self._pool_json(params["pool"]))
         with engine.lock:
             job = engine.jobs.get(job_id or "")
             if job is None:
@@ -316,6 +318,40 @@ class BatchTestService:
                     **({"endTime": now_iso()} if job.state == "completed" else {}),
                 },
             }
+
+    def _pool_json(self, pool_id: str) -> dict[str, Any]:
+        """Every pool exists with one node per running task; a refused one as :meth:`Faults.refuse_capacity` set it."""
+        refusal = self.faults.capacity_refusal(pool_id)
+        with self.engine.lock:
+            busy = sum(
+                1
+                for job in self.engine.jobs.values()
+                if pool_of(job) == pool_id
+                for task in job.tasks.values()
+                if task.state == "running"
+            )
+        current, target = (busy or 1, busy or 1) if refusal is None else (refusal.current_nodes, refusal.target_nodes)
+        errors = [{"code": refusal.code, "message": refusal.message, "values": []}] if refusal and refusal.code else []
+        stamp = now_iso()
+        return {
+            "id": pool_id,
+            "url": f"{self.url}/pools/{pool_id}",
+            "eTag": f'"{uuid.uuid4().hex}"',
+            "creationTime": stamp,
+            "lastModified": stamp,
+            "state": "active",
+            "stateTransitionTime": stamp,
+            "allocationState": "resizing" if refusal and not refusal.code and current < target else "steady",
+            "allocationStateTransitionTime": stamp,
+            "vmSize": "standard_d2s_v3",
+            "resizeErrors": errors,
+            "currentDedicatedNodes": current,
+            "currentLowPriorityNodes": 0,
+            "targetDedicatedNodes": target,
+            "targetLowPriorityNodes": 0,
+            "enableAutoScale": bool(refusal and refusal.auto_scale),
+            "taskSlotsPerNode": 1,
+        }
 
     def _task_json(self, job: Job, task: Task) -> dict[str, Any]:
         with self.engine.lock:

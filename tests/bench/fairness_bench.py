@@ -1,0 +1,112 @@
+"""Fair share on the local backend: one job of project B submitted during project A's burst.
+
+    python -m tests.bench.fairness_bench                  # a 1,000-job burst, 4 slots
+    python -m tests.bench.fairness_bench --jobs 200 --slots 2
+
+Real processes (each workload a short Python process, as the local backend runs
+it). Project A submits its whole burst; once ``--slots`` x 2 of its jobs have
+finished (mid-burst), project B submits one job. Measured: how long B's job
+waited to start, and how many of A's jobs that were waiting when it joined the
+queue started before it. "today's order" is the queue taken oldest first (B's job given A's
+project, which is exactly first-come first-served); "projects in turn" is the
+admission this release ships. The rest of the burst is cancelled once B's job
+has started, so the run is bounded by the burst's submission, not its work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from azure.storage.blob import BlobServiceClient
+
+from hastegeo.compute.context import BackendContext
+from hastegeo.compute.contract import BlobLocation, ComputeJobSpec
+from hastegeo.compute.local.adapter import LocalBackend
+from hastegeo.config import load_settings
+from hastegeo.utils.files import read_json
+
+WORKLOAD = ("python", "-c", "pass")
+DEV_STORAGE = "UseDevelopmentStorage=true"  # never contacted: these jobs have no inputs and nobody reads a status
+
+
+@dataclass(frozen=True)
+class Result:
+    order: str
+    b_wait_s: float
+    a_waiting_at_b: int
+    a_started_before_b: int
+
+
+def _spec(name: str, project: str) -> ComputeJobSpec:
+    return ComputeJobSpec(
+        job_id=name,
+        name=f"haste-{name}",
+        workload="artifacts",
+        entrypoint=WORKLOAD,
+        output=BlobLocation(container="haste-outputs", path=f"jobs/{name}"),
+        labels={"project": project},
+        time_limit_s=600,
+    )
+
+
+def _started(root: Path, name: str) -> datetime | None:
+    running = read_json(root / "jobs" / f"haste-{name}" / "state" / "running.json")
+    return datetime.fromisoformat(running["startedAt"]) if running else None
+
+
+def _ended(root: Path, name: str) -> bool:
+    return (root / "jobs" / f"haste-{name}" / "state" / "exit.json").exists()
+
+
+def run(order: str, jobs: int, slots: int, root: Path) -> Result:
+    settings = load_settings({"AzureWebJobsStorage": DEV_STORAGE, "HASTE_LOCAL_ROOT": str(root)})
+    context = BackendContext(settings=settings, blob_service=BlobServiceClient.from_connection_string(DEV_STORAGE))
+    local = LocalBackend(context, root, slots, sys.executable)
+    burst = [f"a{i:05d}" for i in range(jobs)]
+    handles = [local.submit(_spec(name, "A")) for name in burst]
+    deadline = time.monotonic() + 600
+    while sum(_ended(root, name) for name in burst[: slots * 2]) < slots * 2:  # mid-burst: some have run
+        if time.monotonic() > deadline:
+            raise TimeoutError("the burst did not start")
+        time.sleep(0.02)
+    submitted = time.time()
+    handles.append(local.submit(_spec("b", "B" if order == "projects in turn" else "A")))
+    while (b_started := _started(root, "b")) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError("B's job did not start")
+        time.sleep(0.01)
+    # Waiting when B's job joined the queue (its project is recorded just before its queue entry).
+    arrived = (root / "jobs" / "haste-b" / "state" / "project").stat().st_mtime
+    waiting = [_started(root, name) for name in burst]
+    waiting = [at for at in waiting if at is None or at.timestamp() > arrived]
+    before = sum(1 for at in waiting if at is not None and at < b_started)
+    for handle in handles:
+        local.cancel(handle)
+    local.close()
+    return Result(order, b_started.timestamp() - submitted, len(waiting), before)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs in project A's burst")
+    parser.add_argument("--slots", type=int, default=4, help="local slots")
+    args = parser.parse_args()
+    results = []
+    for order in ("today's order", "projects in turn"):
+        with tempfile.TemporaryDirectory(prefix="fairness-bench-") as folder:
+            results.append(run(order, args.jobs, args.slots, Path(folder)))
+    print(f"project A: {args.jobs} jobs, then one job of project B mid-burst; {args.slots} local slots")
+    print(f"{'order':<18} {'B waited (s)':>13} {'A waiting then':>15} {'of those, started before B':>27}")
+    for r in results:
+        print(f"{r.order:<18} {r.b_wait_s:>13.2f} {r.a_waiting_at_b:>15} {r.a_started_before_b:>27}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
