@@ -1,4 +1,4 @@
-"""HTTP API: submit, list, read and cancel jobs; list backends; health; the OpenAPI document.
+"""HTTP API: submit, list, read, cancel and retry jobs; list backends; health; the OpenAPI document.
 
 Every route but health and the OpenAPI document finds its caller first (``api.access``)
 and asks ``hastegeo.auth`` before it reads or writes anything: see docs/adr/0007.
@@ -217,6 +217,41 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
         log.warning("cancel of %s failed: %s", job_id, describe_exception(exc))
         return problem(503, "Cancellation could not be recorded; try again", headers={"Retry-After": "5"})
     return json_response(job.api_view(), 202)
+
+
+@bp.route(route="jobs/{id}/retry", methods=["POST"])
+@bp.queue_output(arg_name="submit", queue_name=SUBMIT_QUEUE, connection="AzureWebJobsStorage")
+@traced("POST", "jobs/{id}/retry")
+@storage_guarded
+def retry_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.HttpResponse:
+    """A new job with a failed or cancelled job's request, in its project (the caller must be able to submit
+    there); ``Idempotency-Key`` makes a repeated call return the same retry."""
+    runtime = get_runtime()
+    job_id = req.route_params.get("id", "")
+    route = "jobs/{id}/retry"
+    key = req.headers.get("Idempotency-Key")
+    try:
+        principal = caller(req, runtime.settings.auth, route)
+        if not is_id(job_id):
+            return problem(404, "Job not found")
+        if key is not None and not (1 <= len(key) <= 200):
+            return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+        job = runtime.api.store.get(job_id)
+        require(job_access(principal, job.project_id, "retry"), principal, req, route, job.project_id, job_id=job_id)
+        enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
+        accepted = runtime.api.retry.retry(job, submitter=submitter_of(principal), idempotency_key=key, enqueue=enqueue)
+    except Denied as denied:
+        return denied.response
+    except JobNotFoundError:
+        return job_not_found(job_id)
+    except InvalidJobError as exc:
+        return problem(400, "The job cannot run again as requested", str(exc), errors=[(exc.field or "", str(exc))])
+    except BackendUnavailableError as exc:
+        return problem(409, "The backend cannot take this job", str(exc), errors=[("backend", str(exc))])
+    except ConflictError as exc:
+        return problem(409, "The job cannot be retried", str(exc))
+    new = accepted.job
+    return json_response(new.api_view(), 202 if accepted.created else 200, {"Location": f"/api/jobs/{new.id}"})
 
 
 @bp.route(route="backends", methods=["GET"])

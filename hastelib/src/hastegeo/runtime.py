@@ -35,6 +35,7 @@ from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.pipeline.reconcile import ReconcileStep
+from hastegeo.pipeline.rerun import Retrier
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
@@ -83,6 +84,7 @@ class ApiParts:
     store: JobStore
     acceptor: JobAcceptor
     cancel: CancelStep
+    retry: Retrier
 
 
 @dataclass(frozen=True)
@@ -258,7 +260,11 @@ def build_runtime(
         reconcile=ReconcileStep(deps),
         submit_limiter=TokenBucket(settings.pipeline.submit_rate_per_s, settings.pipeline.submit_burst),
         api=ApiParts(
-            blobs=api_blobs, store=api_deps.store, acceptor=JobAcceptor(api_deps), cancel=CancelStep(api_deps)
+            blobs=api_blobs,
+            store=api_deps.store,
+            acceptor=(api_acceptor := JobAcceptor(api_deps)),
+            cancel=CancelStep(api_deps),
+            retry=Retrier(api_deps, api_acceptor),
         ),
     )
 

@@ -1,4 +1,4 @@
-"""``haste``: submit, follow and cancel jobs; run the development stack and the demo.
+"""``haste``: submit, follow, cancel and retry jobs; run the development stack and the demo.
 
 Client commands talk to the HTTP API (``--url``, default ``$HASTE_API_URL``
 or the development host's address), so they work the same against a
@@ -132,6 +132,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retry(args: argparse.Namespace) -> int:
+    job = _client(args).retry(args.job_id, idempotency_key=args.idempotency_key)
+    print(f"{job['id']}: {job['state']} (retry of {job['retryOf']})")
+    return 0
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     from hastegeo.cli.stack import LocalStack, repo_root
 
@@ -241,6 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = commands.add_parser("cancel", help="cancel a job")
     cancel.add_argument("job_id")
     cancel.set_defaults(handler=cmd_cancel)
+
+    retry = commands.add_parser("retry", help="run a failed or cancelled job again: a new job, the same request")
+    retry.add_argument("job_id")
+    retry.add_argument("--idempotency-key", help="the same key returns the retry it already made")
+    retry.set_defaults(handler=cmd_retry)
 
     dev = commands.add_parser("dev", help="run Azurite and the development Functions host until Ctrl-C")
     dev.add_argument("--port", type=int, default=7071)
