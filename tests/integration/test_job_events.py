@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -16,10 +17,12 @@ from hastegeo.runtime import Runtime
 from hastegeo.store import index
 from hastegeo.store.jobs import PUBLISH_GRACE_S, JobStore
 from hastegeo.store.queues import JobMessage
+from hastegeo.telemetry.tracer import trace_id_of
 from hastegeo.utils.errors import IllegalTransitionError
 from tests.conftest import RuntimeFactory
 from tests.support import events as event_queue
 from tests.support.processors import ScriptProcessor
+from tests.telemetry_support import recording
 
 from .conftest import drive, put_input, request
 
@@ -139,3 +142,48 @@ def test_a_crash_between_store_and_publish_is_caught_up(make_runtime: RuntimeFac
     # The next write of the job publishes nothing twice.
     runtime.store.update(job.id, lambda j: runtime.deps.event(j, "a note, no change of state", "test"))
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id] == []
+
+
+UPSTREAM_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+UPSTREAM_PARENT = f"00-{UPSTREAM_TRACE}-00f067aa0ba902b7-01"
+
+
+def upstream_message(**fields: object) -> str:
+    return json.dumps(request(**fields))
+
+
+def test_an_upstream_request_joins_its_trace_and_its_correlation_id_returns_in_every_event(
+    make_runtime: RuntimeFactory,
+) -> None:
+    runtime = make_runtime()
+    client = consumer(runtime)
+    text = upstream_message(traceparent=UPSTREAM_PARENT, tracestate="vendor=opaque", correlationId="order-9")
+    with recording() as spans:
+        job_id = runtime.upstream.handle(text, "message-1")
+    assert job_id is not None
+    job = runtime.store.get(job_id)
+    assert trace_id_of(job.trace_parent) == UPSTREAM_TRACE  # the job's trace is the upstream one
+    [root] = spans.named("jobs-requests")
+    assert root.parent is not None
+    assert format(root.parent.span_id, "016x") == "00f067aa0ba902b7"
+    assert root.context.trace_state.get("vendor") == "opaque"
+    assert job.correlation_id == "order-9"
+    assert len(job.history) == 1  # nothing was dropped, nothing to note
+    [event] = event_queue.of_jobs(event_queue.drain(client), [job_id])[job_id]
+    assert event["data"]["correlationId"] == "order-9"
+    assert event["data"]["idempotencyKey"] == "queue-message:message-1"
+    assert event["traceparent"] == job.trace_parent
+
+
+def test_bad_trace_context_is_dropped_with_a_note_never_refused(make_runtime: RuntimeFactory) -> None:
+    runtime = make_runtime()
+    job_id = runtime.upstream.handle(upstream_message(traceparent="00-nope", tracestate="x=1"), "message-2")
+    assert job_id is not None
+    job = runtime.store.get(job_id)
+    assert trace_id_of(job.trace_parent) != UPSTREAM_TRACE
+    assert [e.message for e in job.history[1:]] == [
+        "the request's traceparent is not a W3C trace context; the job starts a trace of its own",
+        "the request's tracestate came without a valid traceparent; it was dropped",
+    ]
+    # A bad correlation id is a field of the request like any other: refused with its path, and kept.
+    assert runtime.upstream.handle(upstream_message(correlationId="has space"), "message-3") is None

@@ -59,7 +59,7 @@ class EventGridTopic:
             policies=[
                 HeadersPolicy(),
                 UserAgentPolicy("haste-compute"),
-                RetryPolicy(retry_total=retry_total, retry_on_methods=["POST"]),
+                RetryPolicy(retry_total=retry_total),
                 BearerTokenCredentialPolicy(credential, SCOPE),
             ],
             transport=transport,
@@ -76,7 +76,10 @@ class EventGridTopic:
             headers={"Content-Type": CONTENT_TYPE},
             content=json.dumps(list(events), separators=(",", ":")).encode(),
         )
-        response = self._client.send_request(request, enforce_https=self._enforce_https)
+        # retry_on_methods is read per call: without it azure-core retries a POST only on 500/503/504.
+        response = self._client.send_request(
+            request, enforce_https=self._enforce_https, retry_on_methods=frozenset({"POST"})
+        )
         if response.status_code != 200:
             raise HttpResponseError(response=response)
 

@@ -35,7 +35,8 @@ class EventPublisher:
 
     def __call__(self, job: Job, changes: list[StateChange]) -> None:
         events = [cloudevent.build(job, change) for change in changes]
+        queue = self._queues.client(EVENTS_QUEUE)
         for event in events:
-            self._queues.send_text(EVENTS_QUEUE, json.dumps(event, separators=(",", ":")))
+            queue.send_message(json.dumps(event, separators=(",", ":")))
         if self._topic is not None:
             self._topic.send(events)

@@ -76,8 +76,8 @@ def check(traceparent: object, tracestate: object) -> TraceContext:
             state = str(tracestate)
         elif parent is not None:
             notes.append("the request's tracestate is not a W3C tracestate; it was dropped")
-        elif traceparent is None:
-            notes.append("the request's tracestate came without a traceparent; it was dropped")
+        else:
+            notes.append("the request's tracestate came without a valid traceparent; it was dropped")
     return TraceContext(parent, state, tuple(notes))
 
 
@@ -96,7 +96,7 @@ def of_message(text: str) -> TraceContext:
     """
     try:
         body = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # the request parser refuses it with the reason
         return TraceContext()
     if not isinstance(body, dict):
         return TraceContext()
