@@ -21,6 +21,7 @@ from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.compute.registry import backend_names
+from hastegeo.events import trace_context
 from hastegeo.models.ids import ID_RULE, is_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
@@ -90,8 +91,10 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
         # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
         require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
         enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
+        # A traceparent header that is not W3C trace context costs the trace link (the job's history says so).
+        notes = trace_context.check(req.headers.get("traceparent"), req.headers.get("tracestate")).notes
         accepted = runtime.api.acceptor.accept(
-            request, idempotency_key=key, submitter=submitter_of(principal), enqueue=enqueue
+            request, idempotency_key=key, submitter=submitter_of(principal), enqueue=enqueue, notes=notes
         )
     except Denied as denied:
         return denied.response

@@ -109,3 +109,19 @@ def test_the_request_is_checked_again() -> None:
     status, body = retry(old)
     assert status == 400
     assert body["errors"][0]["field"] == "inputs[0].jobId"
+
+
+def test_a_bad_traceparent_header_on_submit_is_noted_not_refused() -> None:
+    status, job, _ = call("submit_job", "POST", "/api/jobs", VALID, headers={"traceparent": "00-bad"})
+    assert status == 202
+    assert job["history"][1]["message"] == (
+        "the request's traceparent is not a W3C trace context; the job starts a trace of its own"
+    )
+    status, job, _ = call(
+        "submit_job",
+        "POST",
+        "/api/jobs",
+        {**VALID, "labels": {"k": "v"}},
+        headers={"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+    )
+    assert (status, len(job["history"])) == (202, 1)
