@@ -25,7 +25,7 @@ from hastegeo.events import trace_context
 from hastegeo.models.ids import ID_RULE, is_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
+from hastegeo.pipeline.accept import Accepted, RequestRejected, decode_body, parse_request
 from hastegeo.runtime import get_runtime
 from hastegeo.store.cursor import InvalidTokenError
 from hastegeo.store.queues import SUBMIT_QUEUE
@@ -84,7 +84,7 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
     if len(body) > runtime.settings.pipeline.max_body_bytes:
         return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
     key = req.headers.get("Idempotency-Key")
-    if key is not None and not (1 <= len(key) <= 200):
+    if _bad_key(key):
         return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
     try:
         request = parse_request(decode_body(body))
@@ -106,6 +106,16 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
         return problem(409, "The backend cannot take this job", str(exc), errors=[("backend", str(exc))])
     except ConflictError as exc:
         return problem(409, "Conflict", str(exc))
+    return _accepted(accepted)
+
+
+def _bad_key(key: str | None) -> bool:
+    """An Idempotency-Key header that is not 1-200 characters (absent is fine)."""
+    return key is not None and not (1 <= len(key) <= 200)
+
+
+def _accepted(accepted: Accepted) -> func.HttpResponse:
+    """202 for a job just created, 200 for the one an Idempotency-Key created before; Location names it."""
     job = accepted.job
     return json_response(job.api_view(), 202 if accepted.created else 200, {"Location": f"/api/jobs/{job.id}"})
 
@@ -237,7 +247,7 @@ def retry_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Htt
         principal = caller(req, runtime.settings.auth, route)
         if not is_id(job_id):
             return problem(404, "Job not found")
-        if key is not None and not (1 <= len(key) <= 200):
+        if _bad_key(key):
             return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
         job = runtime.api.store.get(job_id)
         require(job_access(principal, job.project_id, "retry"), principal, req, route, job.project_id, job_id=job_id)
@@ -253,8 +263,7 @@ def retry_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Htt
         return problem(409, "The backend cannot take this job", str(exc), errors=[("backend", str(exc))])
     except ConflictError as exc:
         return problem(409, "The job cannot be retried", str(exc))
-    new = accepted.job
-    return json_response(new.api_view(), 202 if accepted.created else 200, {"Location": f"/api/jobs/{new.id}"})
+    return _accepted(accepted)
 
 
 @bp.route(route="backends", methods=["GET"])
