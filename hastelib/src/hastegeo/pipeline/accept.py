@@ -302,7 +302,7 @@ class JobAcceptor:
             retry_of=retry_of,
         )
         tracer.annotate(job)
-        stored = deps.store.create_versioned(job)
+        stored = deps.store.create(job)
         if stored is None:  # an earlier (or concurrent) request with the same key stored it
             return self._replay(deps.store.get(job_id), fingerprint, send)
         job = stored.job

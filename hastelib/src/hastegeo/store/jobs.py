@@ -148,11 +148,7 @@ class JobStore:
     def index_name(project_id: str, created_at: datetime, job_id: str) -> str:
         return f"{index.ALL}{project_id}/{index.sort_key(cursor.Position(index.created_ms(created_at), job_id))}"
 
-    def create(self, job: Job) -> bool:
-        """Store a new job and its index entries. Returns False if a job with this id exists."""
-        return self.create_versioned(job) is not None
-
-    def create_versioned(self, job: Job) -> Versioned | None:
+    def create(self, job: Job) -> Versioned | None:
         """Store a new job and its index entries: the job as stored (its first event published), or None
         when a job with this id exists.
 
