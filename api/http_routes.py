@@ -1,4 +1,4 @@
-"""HTTP API: submit, list, read and cancel jobs; list backends; health; the OpenAPI document.
+"""HTTP API: submit, list, read, cancel and retry jobs; list backends; health; the OpenAPI document.
 
 Every route but health and the OpenAPI document finds its caller first (``api.access``)
 and asks ``hastegeo.auth`` before it reads or writes anything: see docs/adr/0007.
@@ -21,10 +21,11 @@ from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.compute.registry import backend_names
+from hastegeo.events import trace_context
 from hastegeo.models.ids import ID_RULE, is_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.accept import RequestRejected, decode_body, parse_request
+from hastegeo.pipeline.accept import Accepted, RequestRejected, decode_body, parse_request
 from hastegeo.pipeline.capacity_board import BackendQueue
 from hastegeo.runtime import get_runtime
 from hastegeo.store.cursor import InvalidTokenError
@@ -84,15 +85,17 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
     if len(body) > runtime.settings.pipeline.max_body_bytes:
         return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
     key = req.headers.get("Idempotency-Key")
-    if key is not None and not (1 <= len(key) <= 200):
+    if _bad_key(key):
         return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
     try:
         request = parse_request(decode_body(body))
         # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
         require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
         enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
+        # A traceparent header that is not W3C trace context costs the trace link (the job's history says so).
+        notes = trace_context.check(req.headers.get("traceparent"), req.headers.get("tracestate")).notes
         accepted = runtime.api.acceptor.accept(
-            request, idempotency_key=key, submitter=submitter_of(principal), enqueue=enqueue
+            request, idempotency_key=key, submitter=submitter_of(principal), enqueue=enqueue, notes=notes
         )
     except Denied as denied:
         return denied.response
@@ -104,6 +107,16 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
         return problem(409, "The backend cannot take this job", str(exc), errors=[("backend", str(exc))])
     except ConflictError as exc:
         return problem(409, "Conflict", str(exc))
+    return _accepted(accepted)
+
+
+def _bad_key(key: str | None) -> bool:
+    """An Idempotency-Key header that is not 1-200 characters (absent is fine)."""
+    return key is not None and not (1 <= len(key) <= 200)
+
+
+def _accepted(accepted: Accepted) -> func.HttpResponse:
+    """202 for a job just created, 200 for the one an Idempotency-Key created before; Location names it."""
     job = accepted.job
     return json_response(job.api_view(), 202 if accepted.created else 200, {"Location": f"/api/jobs/{job.id}"})
 
@@ -218,6 +231,40 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
         log.warning("cancel of %s failed: %s", job_id, describe_exception(exc))
         return problem(503, "Cancellation could not be recorded; try again", headers={"Retry-After": "5"})
     return json_response(job.api_view(), 202)
+
+
+@bp.route(route="jobs/{id}/retry", methods=["POST"])
+@bp.queue_output(arg_name="submit", queue_name=SUBMIT_QUEUE, connection="AzureWebJobsStorage")
+@traced("POST", "jobs/{id}/retry")
+@storage_guarded
+def retry_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.HttpResponse:
+    """A new job with a failed or cancelled job's request, in its project (the caller must be able to submit
+    there); ``Idempotency-Key`` makes a repeated call return the same retry."""
+    runtime = get_runtime()
+    job_id = req.route_params.get("id", "")
+    route = "jobs/{id}/retry"
+    key = req.headers.get("Idempotency-Key")
+    try:
+        principal = caller(req, runtime.settings.auth, route)
+        if not is_id(job_id):
+            return problem(404, "Job not found")
+        if _bad_key(key):
+            return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+        job = runtime.api.store.get(job_id)
+        require(job_access(principal, job.project_id, "retry"), principal, req, route, job.project_id, job_id=job_id)
+        enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
+        accepted = runtime.api.retry.retry(job, submitter=submitter_of(principal), idempotency_key=key, enqueue=enqueue)
+    except Denied as denied:
+        return denied.response
+    except JobNotFoundError:
+        return job_not_found(job_id)
+    except InvalidJobError as exc:
+        return problem(400, "The job cannot run again as requested", str(exc), errors=[(exc.field or "", str(exc))])
+    except BackendUnavailableError as exc:
+        return problem(409, "The backend cannot take this job", str(exc), errors=[("backend", str(exc))])
+    except ConflictError as exc:
+        return problem(409, "The job cannot be retried", str(exc))
+    return _accepted(accepted)
 
 
 @bp.route(route="backends", methods=["GET"])

@@ -258,8 +258,8 @@ def openapi_document() -> dict[str, Any]:
             "description": (
                 "Every route except /health and /openapi.json needs a caller identified by App Service "
                 "authentication (an Entra token); a function key as well only where HASTE_HTTP_AUTH_LEVEL=function. "
-                "Roles: Haste.Reader lists and reads, Haste.Submitter also submits "
-                "and cancels, Haste.Admin does everything in every project. Others' jobs are reachable only "
+                "Roles: Haste.Reader lists and reads, Haste.Submitter also submits, "
+                "cancels and retries, Haste.Admin does everything in every project. Others' jobs are reachable only "
                 "in the caller's projects; a job of another project answers 404, exactly like a missing job."
             ),
         },
@@ -428,6 +428,41 @@ def openapi_document() -> dict[str, Any]:
                         "404": _problem("No such job, or a job of a project the caller does not belong to"),
                         "409": _problem("The job already ended (succeeded, failed, cancelled) or is post-processing"),
                         "503": _retry_later("Storage did not answer, or the cancellation could not be recorded"),
+                    },
+                }
+            },
+            "/jobs/{id}/retry": {
+                "post": {
+                    "operationId": "retryJob",
+                    "description": (
+                        "A new job with the same request in the same project, for a failed or cancelled job. Its "
+                        "retryOf names this job, whose retries list it. The request is checked again like a "
+                        "submission; the caller must be able to submit to the project."
+                    ),
+                    "parameters": [
+                        _JOB_ID,
+                        _PRINCIPAL,
+                        {
+                            "name": "Idempotency-Key",
+                            "in": "header",
+                            "required": False,
+                            "description": "The same key for the same job returns the retry it already created.",
+                            "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+                        },
+                    ],
+                    "responses": {
+                        "202": {**_json("The retry, accepted; Location points at it", "Job", _LOCATION), **_JOB_LINKS},
+                        "200": {
+                            **_json("The retry this Idempotency-Key already created", "Job", _LOCATION),
+                            **_JOB_LINKS,
+                        },
+                        "400": _problem("The request no longer passes its checks (an input gone); errors name it"),
+                        **_AUTH_RESPONSES,
+                        "404": _problem("No such job, or a job of a project the caller does not belong to"),
+                        "409": _problem(
+                            "The job is not failed or cancelled, its backend cannot take it, or the key was reused"
+                        ),
+                        **_UNAVAILABLE,
                     },
                 }
             },

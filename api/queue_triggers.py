@@ -9,7 +9,6 @@ from pydantic import ValidationError
 
 from hastegeo.runtime import get_runtime
 from hastegeo.store.queues import POISON_SUFFIX, POLL_QUEUE, REQUESTS_QUEUE, SUBMIT_QUEUE, JobMessage
-from hastegeo.telemetry import tracer
 
 log = logging.getLogger(__name__)
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
@@ -41,9 +40,8 @@ def poll_trigger(msg: func.QueueMessage) -> None:
 
 @bp.queue_trigger(arg_name="msg", queue_name=REQUESTS_QUEUE, connection=CONNECTION)
 def requests_trigger(msg: func.QueueMessage) -> None:
-    # The root of the trace of the job this request becomes (the job stores it as its trace).
-    with tracer.step_span(REQUESTS_QUEUE, traceparent=None, attributes={"messaging.message.id": msg.id or ""}):
-        get_runtime().upstream.handle(msg.get_body().decode("utf-8", errors="replace"), msg.id or "unknown")
+    # The step's span is the root of the job's trace, or joins the upstream trace the request names.
+    get_runtime().upstream.handle(msg.get_body().decode("utf-8", errors="replace"), msg.id or "unknown")
 
 
 @bp.queue_trigger(arg_name="msg", queue_name=SUBMIT_QUEUE + POISON_SUFFIX, connection=CONNECTION)

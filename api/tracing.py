@@ -28,6 +28,7 @@ def traced(method: str, route: str) -> Callable[[Callable[_P, func.HttpResponse]
             with tracer.step_span(
                 f"{method} /api/{route}",
                 traceparent=headers.get("traceparent"),
+                tracestate=headers.get("tracestate"),
                 kind=tracer.SERVER,
                 attributes={"http.request.method": method, "http.route": f"/api/{route}"},
             ) as span:

@@ -71,6 +71,12 @@ param keyVaultEnabled string
   'false'
 ])
 param keyVaultRecover string
+@description('true: publish the job events to an Event Grid custom topic too (CloudEvents 1.0, identity-based), beside the jobs-events queue.')
+@allowed([
+  'true'
+  'false'
+])
+param eventGridEnabled string
 @description('Object id of the Entra group whose members upload job inputs (Storage Blob Data Contributor on the inputs container); empty = none.')
 param inputsUploaderGroupId string
 @description('Principal id of the upstream service identity that sends requests to jobs-requests (Storage Queue Data Message Sender on that queue); empty = none.')
@@ -239,6 +245,7 @@ var registryName = take('crhaste${token}', 50)
 var batchAccountName = take('bahaste${token}', 24)
 var keyVaultName = take('kv-haste-${token}', 24)
 var createKeyVault = keyVaultEnabled == 'true' || amlMode == 'Create'
+var createEventGrid = eventGridEnabled == 'true'
 
 // Workspace coordinates, never empty. Create mode makes the workspace in this deployment's
 // subscription and resource group (AML_WORKSPACE may name it). Existing mode takes the
@@ -382,6 +389,16 @@ module amlCreate 'modules/amlWorkspace.bicep' = if (amlMode == 'Create') {
   ]
 }
 
+module eventGrid 'modules/eventGrid.bicep' = if (createEventGrid) {
+  name: 'eventGrid'
+  scope: group
+  params: {
+    location: location
+    tags: tags
+    name: take('evgt-haste-${token}', 50)
+  }
+}
+
 module appSettings 'modules/appSettings.bicep' = {
   name: 'appSettings'
   scope: group
@@ -440,6 +457,7 @@ module appSettings 'modules/appSettings.bicep' = {
     appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
     authClientId: authClientId
     authTenantId: tenant().tenantId
+    eventGridEndpoint: createEventGrid ? eventGrid.outputs.endpoint : ''
   }
 }
 
@@ -478,6 +496,15 @@ module roles 'modules/roles.bicep' = {
   }
 }
 
+module eventGridSender 'modules/eventGridSender.bicep' = if (createEventGrid) {
+  name: 'eventGridSender'
+  scope: group
+  params: {
+    topicName: createEventGrid ? eventGrid.outputs.name : ''
+    principalId: functions.outputs.principalId
+  }
+}
+
 // Existing mode: the workspace lives elsewhere; only a role on it is created, nothing else.
 module amlExistingAccess 'modules/amlAccess.bicep' = if (amlMode == 'Existing') {
   name: 'amlExistingAccess'
@@ -499,6 +526,7 @@ output BATCH_ACCOUNT_NAME string = batch.outputs.name
 // DEPLOYED_* names on purpose: azd writes outputs into its environment, and an output named like a
 // variable main.bicepparam reads would feed a resolved value back in as the next deploy's choice.
 output DEPLOYED_IMAGE_TAG string = imageTag
+output EVENT_GRID_TOPIC_NAME string = createEventGrid ? eventGrid.outputs.name : ''
 output AZURE_KEY_VAULT_NAME string = createKeyVault ? keyVaultName : ''
 output DEPLOYED_AML_MODE string = amlMode
 output DEPLOYED_AML_SUBSCRIPTION_ID string = amlMode == 'Disabled' ? '' : amlSubscription

@@ -27,6 +27,8 @@ param amlLowPriority = readEnvironmentVariable('DEPLOY_AML_LOW_PRIORITY', 'false
 param keyVaultEnabled = readEnvironmentVariable('DEPLOY_KEY_VAULT', 'false')
 // After a teardown the purge-protected vault stays soft-deleted under its name: 'true' recovers it.
 param keyVaultRecover = readEnvironmentVariable('DEPLOY_KEY_VAULT_RECOVER', 'false')
+// 'true': the job events go to an Event Grid topic too (docs/events.md).
+param eventGridEnabled = readEnvironmentVariable('DEPLOY_EVENT_GRID', 'false')
 // Who may upload inputs (an Entra group's object id) and which upstream identity may send to
 // jobs-requests (a principal id); empty grants nothing.
 param inputsUploaderGroupId = readEnvironmentVariable('DEPLOY_INPUTS_UPLOADER_GROUP_ID', '')

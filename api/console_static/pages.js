@@ -119,6 +119,17 @@ async function cancel(job, ctx) {
   ctx.refresh();
 }
 
+/** Run a failed or cancelled job again (a new job, same request); one key per page, so a double click makes one. */
+async function retry(job, ctx, key) {
+  try {
+    const created = await api(`jobs/${encodeURIComponent(job.id)}/retry`, { method: "POST", headers: { "Idempotency-Key": key } });
+    announce(`Job ${job.id} retried as ${created.id}`);
+    ctx.navigate(`#/job/${encodeURIComponent(created.id)}`);
+  } catch (error) {
+    announce(problemText(error));
+  }
+}
+
 function outputsTable(job) {
   if (!job.outputs || !job.outputs.length) return h("p", { class: "muted", text: "No outputs yet." });
   return h("div", { class: "scroll" }, h("table", { class: "outputs" },
@@ -155,6 +166,7 @@ async function followOns(job) {
 export async function jobPage(main, id, ctx) {
   let drawnPictures = false;
   let lastDrawn = "";
+  const retryKey = `console-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   const children = h("ul", { class: "follow-ons" });
   const pictureBox = h("section", { class: "pictures", "aria-labelledby": "pictures-title" });
   async function load() {
@@ -170,10 +182,17 @@ export async function jobPage(main, id, ctx) {
       ...[["project", job.projectId], ["workload", job.workload], ["backend", job.backend || job.requestedBackend || ""], ["created", formatTime(job.createdAt)], ["finished", formatTime(job.finishedAt)], ["labels", labelsText(job.labels)], ["submitted by", job.submittedBy ? job.submittedBy.name : ""]]
         .flatMap(([term, value]) => [h("dt", { text: term }), h("dd", { text: value || "–" })]));
     const parent = job.parentJobId ? h("p", {}, "Started by ", jobLink(job.parentJobId)) : null;
+    const retryOf = job.retryOf ? h("p", { id: "retry-of" }, "Retry of ", jobLink(job.retryOf)) : null;
+    const retries = job.retries && job.retries.length ? h("p", { id: "retries" }, "Retried as ", ...job.retries.flatMap((item, i) => [i ? ", " : "", jobLink(item)])) : null;
     const actions = h("div", { class: "actions" });
     if (!done && job.state !== "cancel_requested") {
       const button = h("button", { type: "button", class: "danger", id: "cancel-job", text: "Cancel job…" });
       button.addEventListener("click", () => cancel(job, ctx));
+      actions.append(button);
+    }
+    if (job.state === "failed" || job.state === "cancelled") {
+      const button = h("button", { type: "button", id: "retry-job", text: "Retry job" });
+      button.addEventListener("click", () => retry(job, ctx, retryKey));
       actions.append(button);
     }
     if (job.state === "succeeded") actions.append(h("a", { class: "button", href: `#/submit?workload=inference&project=${encodeURIComponent(job.projectId)}&inputJob=${encodeURIComponent(job.id)}`, text: "Use as input…" }));
@@ -187,7 +206,7 @@ export async function jobPage(main, id, ctx) {
       const focused = document.activeElement && document.activeElement.id;
       main.replaceChildren(...[
         h("h1", {}, `Job ${job.id} `, stateBadge(job.state)),
-        facts, parent, reason, progress, actions,
+        facts, parent, retryOf, retries, reason, progress, actions,
         h("h2", { text: "Timeline" }), timeline(job.history || []),
         h("details", {}, h("summary", { text: `Status history (${(job.history || []).length} events${job.historyFolded ? `, ${job.historyFolded} folded` : ""})` }), historyTable(job.history || [])),
         h("h2", { text: "Outputs" }), outputsTable(job),

@@ -190,6 +190,8 @@ param authClientId string
 @description('Tenant of that app registration.')
 @minLength(1)
 param authTenantId string
+@description('Endpoint of the job-events Event Grid topic; empty when the operator did not enable it.')
+param eventGridEndpoint string
 
 var amlEnabled = amlMode != 'Disabled'
 
@@ -254,6 +256,7 @@ var derivedSettings = {
   BATCH_REGISTRY: registryLoginServer
   BATCH_IDENTITY_RESOURCE_ID: poolIdentityId
   AML_MANAGED_IDENTITY_CLIENT_ID: '' // the app calls Azure ML with its system-assigned identity
+  HASTE_EVENTGRID_ENDPOINT: eventGridEndpoint // empty: the jobs-events queue only (docs/events.md)
 }
 
 var platformSettings = {

@@ -18,11 +18,13 @@ param browserReadOrigins array = []
 
 // The queue names are fixed by the Functions code (api/): the HTTP trigger enqueues to
 // jobs-submit; upstream services drop requests on jobs-requests; the host moves a message
-// to <queue>-poison after maxDequeueCount failures.
+// to <queue>-poison after maxDequeueCount failures. jobs-events carries the job events to
+// consumers outside the app (docs/events.md); no trigger reads it.
 var queues = [
   'jobs-submit'
   'jobs-poll'
   'jobs-requests'
+  'jobs-events'
   'jobs-submit-poison'
   'jobs-poll-poison'
   'jobs-requests-poison'

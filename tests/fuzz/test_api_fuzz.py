@@ -55,6 +55,7 @@ OPERATIONS = (
     "listJobs",
     "getJob",
     "cancelJob",
+    "retryJob",
     "listBackends",
     "health",
     "openapi",
@@ -150,7 +151,7 @@ def run_case(
     case: FuzzCase, session: requests.Session, base_url: str, submissions: Submissions
 ) -> schemathesis.Response:
     response = case.call(base_url=base_url, session=session, timeout=REQUEST_TIMEOUT_S)
-    if case.operation.label == "POST /jobs":
+    if case.operation.label in ("POST /jobs", "POST /jobs/{id}/retry"):  # both create jobs
         submissions.record(response)
     check_shape(case, response)
     case.validate_response(response, checks=CHECKS)
@@ -200,7 +201,7 @@ VALID: dict[str, Any] = {"workload": "artifacts", "projectId": "fuzz", "inputs":
 def test_a_valid_job_round_trip_conforms_and_stores_exactly_one_job(
     schema: schemathesis.BaseSchema, api_base_url: str, storage: Storage
 ) -> None:
-    """The fuzz rarely lands on an existing job; walk one through submit, replay, list, read and cancel."""
+    """The fuzz rarely lands on an existing job; walk one through submit, replay, list, read, cancel and retry."""
     ops = {op_id: schema.find_operation_by_id(op_id) for op_id in OPERATIONS}  # type: ignore[attr-defined]
     submissions = Submissions()
     before = storage.counts()
@@ -232,11 +233,14 @@ def test_a_valid_job_round_trip_conforms_and_stores_exactly_one_job(
         assert cancelled.json()["state"] == "cancelled"  # it was queued: cancelled at once
         again = run_case(ops["cancelJob"].Case(path_parameters={"id": job_id}), session, api_base_url, submissions)
         assert again.status_code == 409  # it has ended: nothing left to cancel, as the document says
+        retried = run_case(ops["retryJob"].Case(path_parameters={"id": job_id}), session, api_base_url, submissions)
+        assert retried.status_code == 202
+        assert retried.json()["retryOf"] == job_id
         full = run_case(
             ops["listJobs"].Case(query={"projectId": "fuzz", "include": "history"}), session, api_base_url, submissions
         )
         assert "history" in full.json()["items"][0]
-    assert submissions.created == 1
+    assert submissions.created == 2  # the job and its retry
     assert_nothing_else_stored(storage, before, submissions)
 
 

@@ -74,10 +74,11 @@ def routes(job_id: str) -> dict[str, tuple[str, str, str, dict[str, Any]]]:
         "list": ("list_jobs", "GET", "/api/jobs", {"params": {"projectId": "p1"}}),
         "get": ("get_job", "GET", f"/api/jobs/{job_id}", {"route_params": {"id": job_id}}),
         "cancel": ("cancel_job", "POST", f"/api/jobs/{job_id}/cancel", {"route_params": {"id": job_id}}),
+        "retry": ("retry_job", "POST", f"/api/jobs/{job_id}/retry", {"route_params": {"id": job_id}}),
     }
 
 
-ALL_ROUTES = ("submit", "list", "get", "cancel")
+ALL_ROUTES = ("submit", "list", "get", "cancel", "retry")
 
 
 def assert_503_within(bound_s: float, job_id: str, names: tuple[str, ...] = ALL_ROUTES) -> None:
@@ -92,7 +93,7 @@ def assert_503_within(bound_s: float, job_id: str, names: tuple[str, ...] = ALL_
         assert int(response.headers["Retry-After"]) > 0
         assert took < bound_s, (name, took)
         # ... and the document says so: this status, with this header.
-        path = "/jobs" if name in ("submit", "list") else "/jobs/{id}" + ("/cancel" if name == "cancel" else "")
+        path = "/jobs" if name in ("submit", "list") else "/jobs/{id}" + ("" if name == "get" else f"/{name}")
         documented = openapi_document()["paths"][path][method.lower()]["responses"]["503"]
         assert "Retry-After" in documented["headers"]
 

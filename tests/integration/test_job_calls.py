@@ -13,20 +13,30 @@ from tests.bench.job_calls import one_job
 pytestmark = pytest.mark.azurite
 
 
-def test_one_local_job_makes_19_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
+def test_one_local_job_makes_27_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
     storage_calls.install()
     calls = one_job(azurite.connection_string, tmp_path, inline_exits=True)
     assert calls.state == "succeeded"
     steps = {step: sum(counts.values()) for step, counts in calls.steps.items()}
-    assert steps == {"accept": 4, "submit": 6, "end": 9, "late poll": 0}, calls.steps
+    assert steps == {"accept": 6, "submit": 9, "end": 12, "late poll": 0}, calls.steps
+    # Each step that stores state changes publishes one event per change and then records that it did
+    # (ADR 0024): accept 1 event, submit 2 (submitting, running), end 2 (post-processing, succeeded).
+    assert {step: counts["POST queue message"] for step, counts in calls.steps.items() if step != "late poll"} == {
+        "accept": 2,
+        "submit": 3,
+        "end": 2,
+    }
     # A new idempotency key is stored without a read first (a conditional create).
     assert calls.steps["accept"]["GET blob"] == 0
-    # One document write per step: submit stores the handle only; the end stores the move to
-    # post-processing with the success (ADR 0016).
-    assert calls.steps["submit"]["PUT blob"] == 1
+    # One document write per step, and one that records its events were published: submit stores the
+    # handle only; the end stores the move to post-processing with the success (ADR 0016).
+    assert calls.steps["submit"]["PUT blob"] == 2
     # The exit is handled where it is seen (no nudge message), and the chain's pending
-    # message is deleted instead of arriving after the end: one queue call.
-    assert {name: n for name, n in calls.steps["end"].items() if "queue" in name} == {"DELETE queue message": 1}
+    # message is deleted instead of arriving after the end: one queue call beside the two events.
+    assert {name: n for name, n in calls.steps["end"].items() if "queue" in name} == {
+        "DELETE queue message": 1,
+        "POST queue message": 2,
+    }
     # Each step reads the job document once (the trace comes from that read).
     assert calls.steps["submit"]["GET blob"] == 2  # the job and the staged input
     assert calls.steps["end"]["GET blob"] == 2  # the job and the output the manifest lists

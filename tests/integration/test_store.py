@@ -65,8 +65,8 @@ def test_concurrent_writers_lose_no_event(make_runtime: RuntimeFactory) -> None:
 def test_create_is_exclusive(make_runtime: RuntimeFactory) -> None:
     store = make_runtime().store
     job = new_job()
-    assert store.create(job) is True
-    assert store.create(job.model_copy(update={"project_id": "other"})) is False
+    assert store.create(job) is not None
+    assert store.create(job.model_copy(update={"project_id": "other"})) is None
     assert store.get(job.id).project_id == "p1"
 
 

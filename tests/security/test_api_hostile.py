@@ -39,6 +39,7 @@ HANDLERS: dict[str, Handler] = {
     "submit_job": _handler(routes.submit_job),
     "get_job": _handler(routes.get_job),
     "cancel_job": _handler(routes.cancel_job),
+    "retry_job": _handler(routes.retry_job),
     "list_jobs": _handler(routes.list_jobs),
 }
 
@@ -211,7 +212,11 @@ ODD_IDS = [
 @pytest.mark.parametrize("job_id", ODD_IDS)
 def test_odd_job_ids_in_the_route_are_a_404_problem(job_id: str) -> None:
     before = footprint()
-    for name, method, suffix in (("get_job", "GET", ""), ("cancel_job", "POST", "/cancel")):
+    for name, method, suffix in (
+        ("get_job", "GET", ""),
+        ("cancel_job", "POST", "/cancel"),
+        ("retry_job", "POST", "/retry"),
+    ):
         status, body, response = call(name, method, f"/api/jobs/x{suffix}", route_params={"id": job_id})
         assert_problem(status, body, response, 404)
     assert footprint() == before

@@ -301,16 +301,19 @@ def can_list_backends(principal: Principal) -> Decision:
     return ALLOWED if principal.roles else Decision(False, "the caller has no Haste role")
 
 
-def job_access(principal: Principal, project: str, action: Literal["read", "cancel"]) -> Decision:
+def job_access(principal: Principal, project: str, action: Literal["read", "cancel", "retry"]) -> Decision:
     """For a job the caller named by id, of ``project``.
 
     A job the caller cannot read is concealed (answered like a missing job, so its
-    existence does not leak); one they can read but not cancel is refused openly.
+    existence does not leak); one they can read but not cancel (or retry: a submission
+    to the job's project) is refused openly.
     """
     read = can_read(principal, project)
     if not read:
         return replace(read, conceal=True)
-    return read if action == "read" else can_cancel(principal, project)
+    if action == "read":
+        return read
+    return can_cancel(principal, project) if action == "cancel" else can_submit(principal, project)
 
 
 def _best(principal: Principal) -> str:

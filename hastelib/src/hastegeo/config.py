@@ -217,6 +217,25 @@ class TelemetrySettings(_Section):
         return value.strip()
 
 
+class EventSettings(_Section):
+    eventgrid_endpoint: str = Field(
+        "",
+        alias="HASTE_EVENTGRID_ENDPOINT",
+        description=(
+            "Event Grid custom topic endpoint (CloudEvents schema) that also receives the job events; "
+            "empty: the jobs-events queue only. Set by infra when the topic is enabled."
+        ),
+    )
+
+    @field_validator("eventgrid_endpoint")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+            raise ValueError("must be the topic's https endpoint")
+        return value
+
+
 class HttpAuthLevel(enum.StrEnum):
     """Whether the Functions host asks HTTP callers for a function key (``HASTE_HTTP_AUTH_LEVEL``)."""
 
@@ -293,6 +312,7 @@ class Settings(_Section):
     batch: BatchSettings
     aml: AmlSettings
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings.model_validate({}))
+    events: EventSettings = Field(default_factory=lambda: EventSettings.model_validate({}))
     # Set by load_settings from the platform's own variables (see in_azure_functions); not a setting.
     in_azure_functions: bool = False
 
@@ -340,6 +360,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "batch": BatchSettings,
     "aml": AmlSettings,
     "telemetry": TelemetrySettings,
+    "events": EventSettings,
 }
 
 

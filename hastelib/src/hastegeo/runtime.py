@@ -26,6 +26,8 @@ from hastegeo.compute.registry import BackendRegistry, descriptors
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings, get_settings
+from hastegeo.events.eventgrid import EventGridTopic
+from hastegeo.events.publish import EventPublisher
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.control import CancelStep, PoisonStep
 from hastegeo.pipeline.deps import PipelineDeps
@@ -33,12 +35,13 @@ from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.pipeline.reconcile import ReconcileStep
+from hastegeo.pipeline.rerun import Retrier
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
 from hastegeo.store.board import CapacityBoard
 from hastegeo.store.jobs import JobStore
-from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
+from hastegeo.store.queues import ALL_QUEUES, EVENTS_QUEUE, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry import tracer
 from hastegeo.telemetry.configure import configure_telemetry
 from hastegeo.utils.ratelimit import TokenBucket
@@ -83,6 +86,7 @@ class ApiParts:
     acceptor: JobAcceptor
     cancel: CancelStep
     board: CapacityBoard  # each backend's queue, as the reconciler last saw it
+    retry: Retrier
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,8 @@ def build_runtime(
     jobs_container = blobs.get_container_client(settings.storage.jobs_container)
     if ensure_resources:
         _ensure(blobs, queues, settings)
-    store = JobStore(jobs_container)
+    topic = event_topic(settings)
+    store = JobStore(jobs_container, publish=EventPublisher(queues, topic))
 
     def nudge(message: JobMessage) -> None:
         queues.send(POLL_QUEUE, message)
@@ -229,13 +234,15 @@ def build_runtime(
     )
     acceptor = JobAcceptor(deps)
     api_blobs, api_queue_service = storage_clients(settings, api_budget)
+    api_queues = QueueSender(api_queue_service)
     api_deps = replace(
         deps,
         store=JobStore(
             api_blobs.get_container_client(settings.storage.jobs_container),
             read_deadline_s=api_budget.listing_deadline_s,
+            publish=EventPublisher(api_queues, topic),
         ),
-        queues=QueueSender(api_queue_service),
+        queues=api_queues,
     )
     poll = PollStep(deps, OutputReader(blobs, service), acceptor)
     steps.append(poll)
@@ -257,11 +264,22 @@ def build_runtime(
         api=ApiParts(
             blobs=api_blobs,
             store=api_deps.store,
-            acceptor=JobAcceptor(api_deps),
+            acceptor=(api_acceptor := JobAcceptor(api_deps)),
             cancel=CancelStep(api_deps),
             board=CapacityBoard(api_blobs.get_container_client(settings.storage.jobs_container)),
+            retry=Retrier(api_deps, api_acceptor),
         ),
     )
+
+
+def event_topic(settings: Settings) -> EventGridTopic | None:
+    """The Event Grid topic that receives the job events too, when one is configured (the app's identity)."""
+    endpoint = settings.events.eventgrid_endpoint
+    if not endpoint:
+        return None
+    from azure.identity import DefaultAzureCredential
+
+    return EventGridTopic(endpoint, DefaultAzureCredential())
 
 
 def ensure_storage(settings: Settings) -> None:
@@ -279,6 +297,7 @@ def _ensure(blobs: BlobServiceClient, queues: QueueSender, settings: Settings) -
     for queue in ALL_QUEUES:
         queues.client(queue)
         queues.client(queue + POISON_SUFFIX)
+    queues.client(EVENTS_QUEUE)
 
 
 _runtime: Runtime | None = None

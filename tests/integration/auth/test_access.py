@@ -31,7 +31,7 @@ def _handler(builder: object) -> Handler:
 
 HANDLERS = {
     name: _handler(getattr(routes, name))
-    for name in ("submit_job", "get_job", "cancel_job", "list_jobs", "list_backends")
+    for name in ("submit_job", "get_job", "cancel_job", "retry_job", "list_jobs", "list_backends")
 }
 
 
@@ -187,6 +187,7 @@ def test_no_valid_principal_in_app_service_mode_is_a_401_everywhere(caller: str 
         ("list_jobs", "GET", {"params": {"projectId": "p1"}}),
         ("get_job", "GET", {"route_params": {"id": "some-job"}}),
         ("cancel_job", "POST", {"route_params": {"id": "some-job"}}),
+        ("retry_job", "POST", {"route_params": {"id": "some-job"}}),
         ("list_backends", "GET", {}),
     ):
         status, body, response = call(name, caller, method, request("p1") if name == "submit_job" else None, **extra)

@@ -48,7 +48,7 @@ def trigger_levels(value: str | None) -> dict[str, str]:
 def test_the_protected_routes_follow_the_setting(value: str | None, expected: str) -> None:
     levels = trigger_levels(value)
     protected = {name: level for name, level in levels.items() if name not in ALWAYS_ANONYMOUS}
-    assert {"submit_job", "get_job", "list_jobs", "cancel_job", "list_backends"} <= set(protected)
+    assert {"submit_job", "get_job", "list_jobs", "cancel_job", "retry_job", "list_backends"} <= set(protected)
     assert set(protected.values()) == {expected}
     assert {levels[name] for name in ALWAYS_ANONYMOUS} == {"anonymous"}
 

@@ -283,6 +283,10 @@ class ApiClient:
     def backends(self) -> dict[str, Any]:
         return self.request("GET", "/api/backends")[1]
 
+    def retry(self, job_id: str, idempotency_key: str | None = None) -> dict[str, Any]:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self.request("POST", f"/api/jobs/{urllib.parse.quote(job_id)}/retry", None, headers)[1]
+
     def health(self) -> dict[str, Any]:
         return self.request("GET", "/api/health")[1]
 

@@ -1,4 +1,4 @@
-"""haste: submit, follow and cancel jobs, read their history and fetch their outputs.
+"""haste: submit, follow, cancel and retry jobs, read their history and fetch their outputs.
 
 Client commands talk to the HTTP API (``--url``, default ``$HASTE_API_URL`` or the
 development host's address), so they work the same against a deployed Function App.
@@ -193,6 +193,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     job = _client(args).cancel(args.job_id)
     print_json(job) if args.output == JSON else print(f"{job['id']}: {job['state']}")
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    # One key for every attempt the client makes, so a retried request can only return the same new job.
+    job = _client(args).retry(args.job_id, idempotency_key=args.idempotency_key or f"cli-{uuid.uuid4()}")
+    print_json(job) if args.output == JSON else print(f"{job['id']}: {job['state']} (retry of {job['retryOf']})")
     return 0
 
 
@@ -403,6 +410,10 @@ def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentPa
 
     cancel = command("cancel", cmd_cancel, "cancel a job")
     cancel.add_argument("job_id")
+
+    retry = command("retry", cmd_retry, "run a failed or cancelled job again: a new job, the same request")
+    retry.add_argument("job_id")
+    retry.add_argument("--idempotency-key", help="the same key returns the retry it already made")
 
     outputs = command("outputs", cmd_outputs, "list a job's outputs; --download fetches and verifies them")
     outputs.add_argument("job_id")

@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 
 from hastegeo.compute.contract import ComputeJobHandle, Workload
 from hastegeo.compute.registry import backend_names
+from hastegeo.models.changes import StateChange
 from hastegeo.models.history import StatusEvent
 from hastegeo.models.ids import ID_PATTERN
 from hastegeo.models.paths import check_relative_path
@@ -35,6 +36,10 @@ def _known_backend(value: str) -> str:
 BackendChoice = Annotated[str, AfterValidator(_known_backend)]
 
 _LABEL_KEY = re.compile(r"[A-Za-z0-9_.\-]{1,63}")
+# What an upstream service correlates by: printable ASCII without spaces, returned in every job event.
+CORRELATION_ID_PATTERN = r"^[!-~]{1,128}$"
+# A job lists at most this many retries (the newest are dropped from the list, not refused).
+RETRIES_LISTED = 50
 
 
 class _Model(BaseModel):
@@ -69,6 +74,11 @@ class JobRequest(_Model):
     inputs: list[JobInput] = Field(default_factory=list, max_length=500)
     parameters: dict[str, Any] = Field(default_factory=dict, description="Workload-specific parameters.")
     labels: dict[str, str] = Field(default_factory=dict, max_length=20)
+    correlation_id: str | None = Field(
+        None,
+        pattern=CORRELATION_ID_PATTERN,
+        description="The caller's correlation id (1-128 printable ASCII characters), returned in every job event.",
+    )
 
     @field_validator("labels")
     @classmethod
@@ -125,6 +135,9 @@ INTERNAL_FIELDS = frozenset(
         "progress_offset",
         "trace_parent",
         "moving",
+        "state_changes",
+        "events_published",
+        "request_key",
     }
 )
 
@@ -183,6 +196,26 @@ class Job(_Model):
     )
     moving: str | None = Field(None, description="Why the job is leaving its backend, until its provider job is gone.")
     trace_parent: str | None = Field(None, description="W3C traceparent of the span that accepted the job.")
+    correlation_id: str | None = Field(None, description="The request's correlation id, returned in every job event.")
+    retry_of: str | None = Field(None, description="The failed or cancelled job this one retries.")
+    retries: list[str] = Field(
+        default_factory=list, description=f"Jobs that retry this one, oldest first (at most {RETRIES_LISTED})."
+    )
+    request_key: str | None = Field(None, description="The Idempotency-Key as sent, for the job events.")
+    state_changes: list[StateChange] = Field(default_factory=list, description="Numbered state changes (events).")
+    events_published: int = Field(0, description="The sequence number up to which events are published.")
+
+    def request(self) -> JobRequest:
+        """The request this job was made from (what a retry submits again)."""
+        return JobRequest(
+            workload=self.workload,
+            project_id=self.project_id,
+            backend=self.requested_backend,
+            inputs=self.inputs,
+            parameters=self.parameters,
+            labels=self.labels,
+            correlation_id=self.correlation_id,
+        )
 
     def api_view(self) -> dict[str, Any]:
         """The JSON a client sees: camelCase, without internal bookkeeping."""

@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -213,6 +213,8 @@ class JobAcceptor:
         parent: Job | None = None,
         submitter: Submitter | None = None,
         enqueue: Callable[[JobMessage], None] | None = None,
+        notes: Sequence[str] = (),
+        retry_of: str | None = None,
     ) -> Accepted:
         """Store a new job (or return the one this idempotency key already created) and enqueue it.
 
@@ -227,7 +229,9 @@ class JobAcceptor:
         parent itself may still be post-processing.
 
         ``submitter`` is who asked (from the authenticated caller, or the queue);
-        it is stored on the job and named in its first history line.
+        it is stored on the job and named in its first history line. ``notes`` are
+        history lines about the request itself (a trace context that was dropped).
+        ``retry_of`` is the job this one retries (:mod:`hastegeo.pipeline.rerun`).
 
         Raises:
             InvalidJobError: parameters or inputs cannot run (``field`` says where).
@@ -260,6 +264,8 @@ class JobAcceptor:
         if parent is not None:
             submitter = parent.submitted_by
         origin = f"accepted as a follow-on of {parent.id}" if parent is not None else f"accepted from {source}"
+        if retry_of is not None:
+            origin += f" as a retry of {retry_of}"
         if submitter is not None:
             origin += f", submitted by {submitter.describe()}"
 
@@ -283,17 +289,23 @@ class JobAcceptor:
                     JobState.QUEUED,
                     f"{origin}; runs on {backend}" + (" (chosen by auto routing)" if requested == "auto" else ""),
                     source,
-                )
+                ),
+                *(make_event(now, JobState.QUEUED, note, source) for note in notes),
             ],
             request_fingerprint=fingerprint,
             idempotency_key=hashlib.sha256(idempotency_key.encode()).hexdigest() if idempotency_key else None,
             parent_job_id=parent.id if parent is not None else None,
             submitted_by=submitter,
             trace_parent=tracer.current_traceparent(),
+            correlation_id=request.correlation_id,
+            request_key=idempotency_key,
+            retry_of=retry_of,
         )
         tracer.annotate(job)
-        if not deps.store.create(job):  # an earlier (or concurrent) request with the same key stored it
+        stored = deps.store.create(job)
+        if stored is None:  # an earlier (or concurrent) request with the same key stored it
             return self._replay(deps.store.get(job_id), fingerprint, send)
+        job = stored.job
         send(JobMessage(job_id=job_id, kind="submit"))
         meter.job_accepted(job)
         log.info("accepted job %s (%s on %s)", job_id, request.workload, backend, extra=job_fields(job))

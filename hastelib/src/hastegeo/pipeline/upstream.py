@@ -15,10 +15,12 @@ from __future__ import annotations
 import logging
 import re
 
+from hastegeo.events import trace_context
 from hastegeo.models.job import Submitter
 from hastegeo.pipeline.accept import JobAcceptor, RequestRejected, decode_body, parse_request
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.queues import REQUESTS_QUEUE
+from hastegeo.telemetry import tracer
 from hastegeo.utils.errors import BackendUnavailableError, ConflictError, InvalidJobError
 from hastegeo.utils.redaction import redact
 
@@ -33,11 +35,30 @@ class UpstreamStep:
         self._acceptor = acceptor
 
     def handle(self, text: str, message_id: str) -> str | None:
-        """Accept the request. Returns the job id, or None when the request was rejected."""
+        """Accept the request. Returns the job id, or None when the request was rejected.
+
+        The step's span is the root of the job's trace, or joins the upstream trace when the
+        message carries ``traceparent``/``tracestate`` (optional members beside the request's).
+        Invalid ones are dropped with a history note, never a rejection.
+        """
+        context = trace_context.of_message(text)
+        with tracer.step_span(
+            REQUESTS_QUEUE,
+            traceparent=context.traceparent,
+            tracestate=context.tracestate,
+            attributes={"messaging.message.id": message_id},
+        ):
+            return self._handle(text, message_id, context)
+
+    def _handle(self, text: str, message_id: str, context: trace_context.TraceContext) -> str | None:
         try:
-            request = parse_request(decode_body(text))
+            request = parse_request(trace_context.without_envelope(decode_body(text)))
             accepted = self._acceptor.accept(
-                request, idempotency_key=f"queue-message:{message_id}", source="queue", submitter=QUEUE_SUBMITTER
+                request,
+                idempotency_key=f"queue-message:{message_id}",
+                source="queue",
+                submitter=QUEUE_SUBMITTER,
+                notes=context.notes,
             )
         except RequestRejected as exc:
             self._reject(message_id, str(exc), text)

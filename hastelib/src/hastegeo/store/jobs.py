@@ -41,6 +41,8 @@ from azure.core import MatchConditions
 from azure.core.exceptions import AzureError, ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient, ContentSettings
 
+from hastegeo.models import changes
+from hastegeo.models.changes import StateChange
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.store import cursor, index
@@ -58,6 +60,13 @@ SCAN_LIMIT = 1000
 # An index entry without its document may belong to a create still in flight; past this
 # age it belongs to a create that crashed, and readers delete it.
 ORPHAN_ENTRY_GRACE_S = 600.0
+# A state change whose event is still unpublished this long after it was stored was not published by
+# its writer (a crash, an outage): the reconciler's sweep publishes it (ADR 0024). Younger ones are
+# left to their writer, which is publishing them right now.
+PUBLISH_GRACE_S = 60.0
+
+# Publishes the events of a job's state changes (hastegeo.events); raises AzureError when it could not.
+Publish = Callable[[Job, list[StateChange]], None]
 
 
 class Versioned(NamedTuple):
@@ -111,10 +120,20 @@ class JobPage:
 
 class JobStore:
     def __init__(
-        self, container: ContainerClient, *, max_attempts: int = 20, read_deadline_s: float | None = None
+        self,
+        container: ContainerClient,
+        *,
+        max_attempts: int = 20,
+        read_deadline_s: float | None = None,
+        publish: Publish | None = None,
     ) -> None:
-        """``read_deadline_s`` bounds the parallel document reads of one listing (TimeoutError past it)."""
+        """``read_deadline_s`` bounds the parallel document reads of one listing (TimeoutError past it).
+
+        ``publish`` sends the job events of the state changes this store writes (ADR 0024);
+        without it, changes are numbered and left for a store that has one.
+        """
         self._container = container
+        self._publish = publish
         self._max_attempts = max_attempts
         self._read_deadline_s = read_deadline_s
         self._lister = ThreadPoolExecutor(max_workers=8, thread_name_prefix="job-list")
@@ -129,25 +148,26 @@ class JobStore:
     def index_name(project_id: str, created_at: datetime, job_id: str) -> str:
         return f"{index.ALL}{project_id}/{index.sort_key(cursor.Position(index.created_ms(created_at), job_id))}"
 
-    def create(self, job: Job) -> bool:
-        """Store a new job and its index entries. Returns False if a job with this id exists.
+    def create(self, job: Job) -> Versioned | None:
+        """Store a new job and its index entries: the job as stored (its first event published), or None
+        when a job with this id exists.
 
         The entries go first (in parallel): a crash before the document leaves entries that
         readers skip and delete, never a job that neither the listing nor the reconciler
         finds. The document is written before any message may point to it.
         """
+        job = changes.stamp(None, job)
         list(self._lister.map(self._put_entry, index.entry_names(job)))
         try:
-            self._container.upload_blob(
-                self.document_name(job.id),
+            result = self._container.get_blob_client(self.document_name(job.id)).upload_blob(
                 _dump(job),
                 overwrite=False,
                 content_settings=_JSON,
                 metadata=_metadata(job),
             )
         except ResourceExistsError:
-            return False  # entries at another position than the stored job's are deleted by readers
-        return True
+            return None  # entries at another position than the stored job's are deleted by readers
+        return self.publish_pending(Versioned(job, str(result["etag"])))
 
     def get(self, job_id: str) -> Job:
         """Raises JobNotFoundError."""
@@ -167,6 +187,16 @@ class JobStore:
         return self._read(job_id)
 
     def update(self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None = None) -> Update:
+        """Apply ``change`` to the stored job with optimistic concurrency (see :meth:`_update`).
+
+        The events of the state changes the write stored are published before this returns
+        (:meth:`publish_pending`); the result is the job as stored after that.
+        """
+        return self._update(job_id, change, known=known, publish=True)
+
+    def _update(
+        self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None, publish: bool
+    ) -> Update:
         """Apply ``change`` to the stored job with optimistic concurrency.
 
         ``change`` gets the current job and returns the new one, or None for
@@ -190,6 +220,7 @@ class JobStore:
             if updated is None:
                 self._drop_ended(current, ended)
                 return Update(current, etag, wrote=False)
+            updated = changes.stamp(current, updated)
             ending = updated.state.terminal and not current.state.terminal
             if ending and updated.state not in ended:
                 self._put_entry(self._state_entry(updated))
@@ -205,11 +236,50 @@ class JobStore:
                 )
             except ResourceModifiedError:
                 continue
-            if ending:
+            stored = Versioned(updated, str(result["etag"]))
+            if publish:
+                stored = self.publish_pending(stored)
+            if ending and not self._unpublished(stored.job):
+                # Unpublished events keep the job in the reconciler's sweep (its active entry) until published.
                 self._delete_entry(self._state_entry(current))
             self._drop_ended(updated, ended)
-            return Update(updated, str(result["etag"]), wrote=True)
+            return Update(stored.job, stored.etag, wrote=True)
         raise ConflictError(f"Job {job_id} changed too often to update; try again")
+
+    def publish_pending(self, version: Versioned) -> Versioned:
+        """Publish the events of the job's stored state changes not yet published, then record that they were.
+
+        At least once: the record is a second, ETag-checked write after the events went out,
+        so a crash between the two publishes them again later (the events' ids say so). A
+        publication that fails is logged and left to the reconciler's sweep (:meth:`unfinished`),
+        never raised: the change is stored, and the step that stored it has done its work.
+        Returns the version as stored now.
+        """
+        job = version.job
+        waiting = changes.pending(job)
+        if self._publish is None or not waiting:
+            return version
+        try:
+            self._publish(job, waiting)
+        except AzureError as exc:
+            log.warning(
+                "job %s: events %d-%d not published (%s); the reconciler publishes them",
+                job.id,
+                waiting[0].seq,
+                waiting[-1].seq,
+                type(exc).__name__,
+            )
+            return version
+        last = waiting[-1].seq
+        try:
+            marked = self._update(job.id, lambda j: changes.mark_published(j, last), known=version, publish=False)
+        except (AzureError, ConflictError) as exc:
+            log.info("job %s: events up to %d published, not recorded (%s)", job.id, last, type(exc).__name__)
+            return version
+        return marked.version
+
+    def _unpublished(self, job: Job) -> bool:
+        return self._publish is not None and bool(changes.pending(job))
 
     def list(
         self,
@@ -313,7 +383,9 @@ class JobStore:
         """Every job not yet in a terminal state: the ``active/`` entries and their documents.
 
         Costs one listing of the active entries and one read per unfinished job, however
-        many jobs have ended. Repairs what a crash left behind (ADR 0011): an entry whose
+        many jobs have ended. Publishes the events of state changes whose writer did not
+        (ADR 0024): a job, ended or not, keeps its ``active/`` entry until they are out.
+        Repairs what a crash left behind (ADR 0011): an entry whose
         job has ended gets its ``ended`` entry made sure of and is deleted; an entry at
         another position than its document, or without a document for longer than
         :data:`ORPHAN_ENTRY_GRACE_S`, is deleted.
@@ -335,14 +407,32 @@ class JobStore:
             if isinstance(job, _Unreadable):
                 continue  # logged; its entries stay until the document can be read
             if job is not None and index.matches(entry, job, index.project_of_active(entry.name), None):
+                unpublished = self._catch_up(job, now)
                 if not job.state.terminal:
                     found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))
                     continue
+                if unpublished:
+                    continue  # the entry keeps the job in the sweep until its events are out
                 self._put_entry(self._state_entry(job))  # written before the document; made sure of
             if index.stale(entry, job, now, ORPHAN_ENTRY_GRACE_S):
                 log.info("index: removing stale entry %s", entry.name)
                 self._delete_entry(entry.name, etag=entry.etag)
         return found
+
+    def _catch_up(self, job: Job, now: datetime) -> bool:
+        """Publish the job's unpublished events once its writer had time to (:data:`PUBLISH_GRACE_S`).
+
+        Returns True while some remain unpublished. Any later write of the job publishes them
+        too, so only a job that stopped changing waits for this sweep.
+        """
+        if not self._unpublished(job):
+            return False
+        if (now - job.updated_at).total_seconds() < PUBLISH_GRACE_S:
+            return True
+        try:
+            return self._unpublished(self.publish_pending(self._read(job.id)).job)
+        except JobNotFoundError:
+            return False
 
     def backfill_index(self) -> int | None:
         """Give jobs stored before the state index (ADR 0011) their entries, once per container.

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 SUBMIT_QUEUE = "jobs-submit"
 POLL_QUEUE = "jobs-poll"
 REQUESTS_QUEUE = "jobs-requests"
+# Job events for consumers outside the app (docs/events.md); no trigger of the app reads it.
+EVENTS_QUEUE = "jobs-events"
 POISON_SUFFIX = "-poison"
 ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE)
 

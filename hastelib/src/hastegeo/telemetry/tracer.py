@@ -65,10 +65,10 @@ def current_traceparent() -> str | None:
     return carrier.get("traceparent")
 
 
-def _context_of(traceparent: str | None) -> otel_context.Context | None:
+def _context_of(traceparent: str | None, tracestate: str | None = None) -> otel_context.Context | None:
     if not traceparent:
         return None
-    ctx = _PROPAGATOR.extract({"traceparent": traceparent})
+    ctx = _PROPAGATOR.extract({"traceparent": traceparent, **({"tracestate": tracestate} if tracestate else {})})
     return ctx if trace.get_current_span(ctx).get_span_context().is_valid else None
 
 
@@ -114,6 +114,7 @@ def step_span(
     job_id: str | None = None,
     kind: SpanKind = SpanKind.CONSUMER,
     attributes: Mapping[str, Any] | None = None,
+    tracestate: str | None = None,
 ) -> Iterator[Span]:
     """A span for one step, the child of ``traceparent`` (the message's, or the job's own trace
     that :meth:`hastegeo.pipeline.deps.PipelineDeps.step` found in the read the step needs).
@@ -121,7 +122,7 @@ def step_span(
     """
     base = {JOB_ID: job_id} if job_id else {}
     with TRACER.start_as_current_span(
-        name, context=_context_of(traceparent), kind=kind, attributes={**base, **(attributes or {})}
+        name, context=_context_of(traceparent, tracestate), kind=kind, attributes={**base, **(attributes or {})}
     ) as span:
         yield span
 

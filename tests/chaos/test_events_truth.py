@@ -1,0 +1,66 @@
+"""Job events under a killed host: every stored change has its event, none without (from ground truth).
+
+The host is killed at random moments while jobs run, so some die between storing a change and
+publishing its event. Once every job has ended, the reconciler's sweep (run here as its timer
+would, past the publish grace) publishes what they left; then the job documents and the
+jobs-events queue are read directly with the storage SDK and compared.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueClient
+
+from hastegeo.cli.client import ApiClient
+from hastegeo.config import load_settings
+from hastegeo.runtime import build_runtime
+from hastegeo.store.jobs import PUBLISH_GRACE_S
+from hastegeo.store.queues import EVENTS_QUEUE
+from hastegeo_dev.stack import LocalStack
+
+from .conftest import CHAOS_JOBS, Outcome
+from .events_truth import check_events
+from .test_chaos import wait_terminal
+
+pytestmark = [pytest.mark.azurite, pytest.mark.slow]
+
+
+def test_events_match_the_stored_changes_after_a_killed_host(tmp_path: Path, outcome: Outcome) -> None:
+    settings = {"HASTE_LOCAL_SLOTS": "2", "HASTE_POLL_INITIAL_S": "1", "HASTE_POLL_MAX_S": "2"}
+    with LocalStack(tmp_path, settings=settings, lease_seconds=2) as stack:
+        connection = stack.azurite.connection_string
+        blobs = BlobServiceClient.from_connection_string(connection)
+        blobs.get_container_client("haste-inputs").upload_blob("p1/a.bin", random.Random(3).randbytes(1 << 20))
+        client = ApiClient(stack.base_url)
+        body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.bin"}]}
+        ids = [client.submit(body, idempotency_key=f"events-{i}")["id"] for i in range(CHAOS_JOBS)]
+        rng = random.Random(11)
+        for _ in range(3):
+            time.sleep(rng.uniform(0.2, 1.5))
+            assert stack.host is not None
+            stack.host.kill()
+            stack.start_host()
+            client = ApiClient(stack.base_url)
+        finals = wait_terminal(client, ids, timeout=180)
+        assert stack.host is not None
+        stack.host.kill()  # nothing writes any more: what is stored now is the truth
+        sweeper = build_runtime(load_settings({"AzureWebJobsStorage": connection}))
+        sweeper.store.unfinished(now=datetime.now(UTC) + timedelta(seconds=PUBLISH_GRACE_S + 1))
+        jobs = blobs.get_container_client(sweeper.settings.storage.jobs_container)
+        truth = check_events(jobs, QueueClient.from_connection_string(connection, EVENTS_QUEUE))
+    outcome.jobs = len(finals)
+    outcome.terminal = sum(1 for job in finals if job["state"] in ("succeeded", "failed", "cancelled"))
+    outcome.succeeded = sum(1 for job in finals if job["state"] == "succeeded")
+    outcome.lost_events = len(truth.missing)
+    outcome.notes.append(
+        f"{truth.changes} stored changes, {truth.events} events read, {truth.duplicates} duplicate deliveries"
+    )
+    assert truth.changes >= 5 * len(ids)  # queued … succeeded, for each job at least
+    assert truth.problems() == [], truth.problems()[:20]
+    assert outcome.terminal == len(ids)
