@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from api.console_policy import openapi_paths as console_paths
+from api.openapi_names import name_every_object
 from hastegeo import __version__
 from hastegeo.compute.registry import backend_names
 from hastegeo.models.ids import ID_BODY, ID_PATTERN
@@ -164,6 +165,19 @@ def _backend_enums(schemas: dict[str, Any]) -> None:
         target["enum"] = names
 
 
+_UNSAFE = ("post", "put", "patch", "delete")
+
+
+def _json_only(paths: dict[str, Any]) -> None:
+    """Every operation that changes state answers 415 to a body that is not application/json (api.media)."""
+    for path_item in paths.values():
+        for method in _UNSAFE:
+            if method in path_item:
+                path_item[method]["responses"]["415"] = _problem(
+                    "The body is not application/json (a body without Content-Type included); nothing was done"
+                )
+
+
 @lru_cache(maxsize=1)
 def openapi_document() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
@@ -185,6 +199,7 @@ def openapi_document() -> dict[str, Any]:
             "errors": {
                 "type": "array",
                 "items": {
+                    "title": "FieldError",
                     "type": "object",
                     "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
                 },
@@ -217,12 +232,18 @@ def openapi_document() -> dict[str, Any]:
             "backends": {
                 "type": "array",
                 "items": {
+                    "title": "Backend",
                     "type": "object",
                     "properties": {
                         "name": {"type": "string"},
                         "workloads": {"type": "array", "items": {"type": "string"}},
                         "weight": {"type": "number"},
-                        "unavailable": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "unavailable": {
+                            "title": "UnavailableWorkloads",
+                            "type": "object",
+                            "description": "Why each workload the backend does not take is refused, by workload",
+                            "additionalProperties": {"type": "string"},
+                        },
                         "takesNothingBecause": {"type": ["string", "null"]},
                     },
                 },
@@ -230,13 +251,14 @@ def openapi_document() -> dict[str, Any]:
             "disabled": {
                 "type": "array",
                 "items": {
+                    "title": "DisabledBackend",
                     "type": "object",
                     "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
                 },
             },
         },
     }
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
             "title": "haste-compute",
@@ -435,3 +457,7 @@ def openapi_document() -> dict[str, Any]:
             **console_paths(),
         },
     }
+    _json_only(document["paths"])
+    # Every nested object becomes a named component: generated clients then have nothing to name (and clash on).
+    name_every_object(document)
+    return document
