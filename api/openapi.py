@@ -96,9 +96,18 @@ def _job_views(schemas: dict[str, Any]) -> None:
         "properties": {k: v for k, v in job["properties"].items() if k not in ("history", "historyFolded")},
     }
     summary["properties"]["lastEvent"] = {"anyOf": [{"$ref": _REF + "StatusEvent"}, {"type": "null"}]}
-    summary["required"] = [*job["required"], "lastEvent"]
     summary["properties"].pop("readUrlsExpireAt")
     schemas["JobSummary"] = summary
+    # A view is a whole dump (null included): every field is always there, which is what generated types
+    # should say (only readUrlsExpireAt and an output's url depend on readUrls=true).
+    job["required"] = [name for name in job["properties"] if name != "readUrlsExpireAt"]
+    summary["required"] = list(summary["properties"])
+    for name in _ANSWER_ONLY:
+        schemas[name]["required"] = [field for field in schemas[name]["properties"] if field != "url"]
+
+
+# Models only ever sent by the API, whole (JobInput is also part of a request, where its fields are optional).
+_ANSWER_ONLY = ("StatusEvent", "OutputRecord", "Submitter", "Attempts", "ComputeJobHandle", "BlobLocation")
 
 
 _PRINCIPAL = {
