@@ -12,11 +12,9 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
 from hastegeo.cli.stack import LocalStack
-from hastegeo.models.history import StatusEvent
 from hastegeo.models.job import Job
-from hastegeo.models.states import JobState
 from hastegeo.store.jobs import JobStore
-from tests.browser.conftest import wait_terminal
+from tests.browser.conftest import finished_job, wait_terminal
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 PROJECT = "paging"
@@ -25,28 +23,10 @@ MARKUP = "<img src=x onerror=\"document.title='owned'\"><b>bold</b>"
 
 
 def _job(index: int, start: datetime) -> Job:
-    created = start + timedelta(seconds=index)
     failed = index % 10 == 0
-    state = JobState.FAILED if failed else JobState.SUCCEEDED
     reason = f"the imagery has no valid pixel (job {index})" if failed else None
-    return Job(
-        id=f"seeded-{index:03d}",
-        project_id=PROJECT,
-        workload="artifacts",
-        state=state,
-        requested_backend="local",
-        backend="local",
-        labels={"note": MARKUP} if index == 7 else {"n": str(index)},
-        reason=reason,
-        created_at=created,
-        updated_at=created,
-        finished_at=created,
-        deadline_at=created + timedelta(hours=1),
-        history=[
-            StatusEvent(at=created, state=JobState.QUEUED, message="accepted", source="api"),
-            StatusEvent(at=created, state=state, message=reason or "done", source="postprocess"),
-        ],
-    )
+    labels = {"note": MARKUP} if index == 7 else {"n": str(index)}
+    return finished_job(f"seeded-{index:03d}", PROJECT, start + timedelta(seconds=index), reason, labels, "artifacts")
 
 
 @pytest.fixture(scope="module")
