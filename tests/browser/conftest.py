@@ -109,11 +109,17 @@ def accessibility_violations(page: Any) -> list[str]:
     """
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.evaluate(AXE.read_text() + "\n;true")
+    # The audit must leave the page as it found it: the focus goes back where it was.
     violations = page.evaluate(
-        """async (blocking) => (await axe.run(document, {resultTypes: ["violations"]})).violations
+        """async (blocking) => {
+            const focused = document.activeElement;
+            const found = await axe.run(document, {resultTypes: ["violations"]});
+            if (focused && document.activeElement !== focused) focused.focus();
+            return found.violations
             .filter(v => blocking.includes(v.impact))
             .map(v => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ")}`
-                + ` (${v.nodes[0] ? v.nodes[0].failureSummary.replace(/\\s+/g, " ") : ""})`)""",
+                + ` (${v.nodes[0] ? v.nodes[0].failureSummary.replace(/\\s+/g, " ") : ""})`);
+        }""",
         list(BLOCKING),
     )
     return list(violations)
