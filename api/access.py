@@ -13,6 +13,7 @@ import threading
 
 import azure.functions as func
 
+from api.media import unsupported_media
 from api.problems import problem
 from hastegeo.auth import (
     PRINCIPAL_HEADER,
@@ -51,11 +52,29 @@ def submitter_of(principal: Principal) -> Submitter:
 
 
 def caller(req: func.HttpRequest, settings: AuthSettings, route: str) -> Principal:
-    """The principal making ``req``.
+    """The principal making ``req``, once it is known to carry nothing but JSON.
+
+    Every protected route finds its caller first, so this is also where a route that changes
+    state refuses a body that is not ``application/json`` (:mod:`api.media`): right after
+    authentication, before anything is counted, read or written, and no route can forget it.
 
     Raises:
-        Denied: 401 when ``HASTE_AUTH_MODE=app_service`` and the header is missing or unreadable.
+        Denied: 401 when ``HASTE_AUTH_MODE=app_service`` and the header is missing or unreadable;
+            415 when an unsafe method carries a body that is not ``application/json``.
     """
+    principal = _principal(req, settings, route)
+    refused = unsupported_media(req.method, req.headers.get("Content-Type"), req.get_body())
+    if refused:
+        log.warning("unsupported media type (415) on %s %s from caller %s", req.method, route, principal.describe())
+        raise Denied(
+            problem(
+                415, "Unsupported media type", refused[:1].upper() + refused[1:], errors=[("Content-Type", refused)]
+            )
+        )
+    return principal
+
+
+def _principal(req: func.HttpRequest, settings: AuthSettings, route: str) -> Principal:
     if settings.mode is AuthMode.NONE:
         _announce_no_auth(settings)
         return UNAUTHENTICATED_ADMIN

@@ -64,13 +64,48 @@ def _origins() -> tuple[str, str]:
     return config["storageOrigin"], config["auth"].get("origin", "")
 
 
-@bp.route(route="console/config.json", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
-def console_settings(req: func.HttpRequest) -> func.HttpResponse:
+# Methods the console answers; every other one is a 405 that still carries the policy.
+READ_METHODS = ("GET", "HEAD")
+
+
+@bp.route(route="console/{*path}", auth_level=func.AuthLevel.ANONYMOUS)
+def console(req: func.HttpRequest) -> func.HttpResponse:
+    """Every answer under ``/api/console``: the page, its files, its settings, and every refusal.
+
+    One catch-all function for every method and path, so that the answers the host would
+    otherwise give itself (404 for a deeper path, 405 for another method) come from here too and
+    carry the Content-Security-Policy and ``nosniff`` like the rest. ``/api/console`` redirects
+    to ``/api/console/`` so the page's relative links resolve.
+    """
+    headers = security_headers(*_origins())
+    if req.method.upper() not in READ_METHODS:
+        allowed = ", ".join(READ_METHODS)
+        return _with(problem(405, "Method not allowed", f"The console answers {allowed}"), headers, Allow=allowed)
+    name = req.route_params.get("path") or ""
+    if not name:
+        if not req.url.split("?", 1)[0].endswith("/"):
+            return func.HttpResponse(
+                status_code=308, headers={**headers, "Location": "/api/console/", "Cache-Control": "no-store"}
+            )
+        return _file(req, "index.html", headers)
+    if name == "config.json":
+        return _settings(headers)
+    return _file(req, name, headers)
+
+
+def _with(response: func.HttpResponse, headers: dict[str, str], **extra: str) -> func.HttpResponse:
+    for key, value in {**headers, **extra}.items():
+        response.headers[key] = value
+    return response
+
+
+def _settings(headers: dict[str, str]) -> func.HttpResponse:
     """What the browser needs to sign in and call the API: built from the app's settings, never a secret."""
     try:
         document = console_config(get_settings())
     except ConfigurationError as exc:
-        return problem(503, "The app is misconfigured", str(exc))
+        return _with(problem(503, "The app is misconfigured", str(exc)), headers, **{"Cache-Control": "no-store"})
+    # The policy names the origins this document names (the same settings, read once for both).
     headers = {
         **security_headers(document["storageOrigin"], document["auth"].get("origin", "")),
         "Cache-Control": "no-store",
@@ -78,27 +113,14 @@ def console_settings(req: func.HttpRequest) -> func.HttpResponse:
     return func.HttpResponse(json.dumps(document), status_code=200, mimetype="application/json", headers=headers)
 
 
-@bp.route(route="console", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
-def console_index(req: func.HttpRequest) -> func.HttpResponse:
-    """The console's page; ``/api/console`` redirects to ``/api/console/`` so its relative links resolve."""
-    if not req.url.split("?", 1)[0].endswith("/"):
-        return func.HttpResponse(status_code=308, headers={"Location": "/api/console/", "Cache-Control": "no-store"})
-    return _file(req, "index.html")
-
-
-@bp.route(route="console/{name}", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
-def console_file(req: func.HttpRequest) -> func.HttpResponse:
+def _file(req: func.HttpRequest, name: str, headers: dict[str, str]) -> func.HttpResponse:
     """One of the console's files (they sit in one folder, so a name is one path segment)."""
-    return _file(req, req.route_params.get("name") or "")
-
-
-def _file(req: func.HttpRequest, name: str) -> func.HttpResponse:
     found = static_files().get(name)
     if found is None:
-        return problem(404, "Not found", f"The console has no file {name[:200]!r}")
+        return _with(problem(404, "Not found", f"The console has no file {name[:200]!r}"), headers)
     body, content_type, etag = found
     headers = {
-        **security_headers(*_origins()),
+        **headers,
         # Revalidate every time: a deployment changes the files under the same names, and the ETag makes it cheap.
         "Cache-Control": "no-cache",
         "ETag": etag,

@@ -111,6 +111,7 @@ def openapi_paths() -> dict[str, Any]:
     """The console's routes in the OpenAPI document: anonymous, outside the API proper, documented all the same
     (every route the app serves is in the document, and the fuzz suite holds each to it)."""
     config_schema = {
+        "title": "ConsoleConfig",
         "type": "object",
         "required": ["apiBase", "version", "storageOrigin", "auth"],
         "additionalProperties": False,
@@ -119,6 +120,7 @@ def openapi_paths() -> dict[str, Any]:
             "version": {"type": "string"},
             "storageOrigin": {"type": "string", "description": "Origin of the outputs' read URLs"},
             "auth": {
+                "title": "ConsoleAuth",
                 "type": "object",
                 "required": ["mode"],
                 "properties": {

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from api.console_policy import openapi_paths as console_paths
+from api.openapi_names import name_every_object
 from hastegeo import __version__
 from hastegeo.compute.registry import backend_names
 from hastegeo.models.ids import ID_BODY, ID_PATTERN
@@ -95,9 +96,18 @@ def _job_views(schemas: dict[str, Any]) -> None:
         "properties": {k: v for k, v in job["properties"].items() if k not in ("history", "historyFolded")},
     }
     summary["properties"]["lastEvent"] = {"anyOf": [{"$ref": _REF + "StatusEvent"}, {"type": "null"}]}
-    summary["required"] = [*job["required"], "lastEvent"]
     summary["properties"].pop("readUrlsExpireAt")
     schemas["JobSummary"] = summary
+    # A view is a whole dump (null included): every field is always there, which is what generated types
+    # should say (only readUrlsExpireAt and an output's url depend on readUrls=true).
+    job["required"] = [name for name in job["properties"] if name != "readUrlsExpireAt"]
+    summary["required"] = list(summary["properties"])
+    for name in _ANSWER_ONLY:
+        schemas[name]["required"] = [field for field in schemas[name]["properties"] if field != "url"]
+
+
+# Models only ever sent by the API, whole (JobInput is also part of a request, where its fields are optional).
+_ANSWER_ONLY = ("StatusEvent", "OutputRecord", "Submitter", "Attempts", "ComputeJobHandle", "BlobLocation")
 
 
 _PRINCIPAL = {
@@ -164,6 +174,19 @@ def _backend_enums(schemas: dict[str, Any]) -> None:
         target["enum"] = names
 
 
+_UNSAFE = ("post", "put", "patch", "delete")
+
+
+def _json_only(paths: dict[str, Any]) -> None:
+    """Every operation that changes state answers 415 to a body that is not application/json (api.media)."""
+    for path_item in paths.values():
+        for method in _UNSAFE:
+            if method in path_item:
+                path_item[method]["responses"]["415"] = _problem(
+                    "The body is not application/json (a body without Content-Type included); nothing was done"
+                )
+
+
 @lru_cache(maxsize=1)
 def openapi_document() -> dict[str, Any]:
     schemas: dict[str, Any] = {}
@@ -185,6 +208,7 @@ def openapi_document() -> dict[str, Any]:
             "errors": {
                 "type": "array",
                 "items": {
+                    "title": "FieldError",
                     "type": "object",
                     "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
                 },
@@ -217,12 +241,18 @@ def openapi_document() -> dict[str, Any]:
             "backends": {
                 "type": "array",
                 "items": {
+                    "title": "Backend",
                     "type": "object",
                     "properties": {
                         "name": {"type": "string"},
                         "workloads": {"type": "array", "items": {"type": "string"}},
                         "weight": {"type": "number"},
-                        "unavailable": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "unavailable": {
+                            "title": "UnavailableWorkloads",
+                            "type": "object",
+                            "description": "Why each workload the backend does not take is refused, by workload",
+                            "additionalProperties": {"type": "string"},
+                        },
                         "takesNothingBecause": {"type": ["string", "null"]},
                         "autoRoutes": {
                             "type": "boolean",
@@ -244,13 +274,14 @@ def openapi_document() -> dict[str, Any]:
             "disabled": {
                 "type": "array",
                 "items": {
+                    "title": "DisabledBackend",
                     "type": "object",
                     "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
                 },
             },
         },
     }
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
             "title": "haste-compute",
@@ -484,3 +515,7 @@ def openapi_document() -> dict[str, Any]:
             **console_paths(),
         },
     }
+    _json_only(document["paths"])
+    # Every nested object becomes a named component: generated clients then have nothing to name (and clash on).
+    name_every_object(document)
+    return document

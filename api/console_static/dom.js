@@ -64,8 +64,15 @@ export function confirmAction(text, yesLabel) {
   const dialog = document.getElementById("confirm");
   document.getElementById("confirm-text").textContent = text;
   document.getElementById("confirm-yes").textContent = yesLabel;
+  const opener = document.activeElement && document.activeElement.id;
   return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.addEventListener("close", () => {
+      // A poll may have redrawn the page while the dialog was open: the browser then returns the focus to a
+      // control that is gone. Give it to the one that opened the dialog, found again by its id.
+      const lost = !document.activeElement || document.activeElement === document.body;
+      if (opener && lost && document.getElementById(opener)) document.getElementById(opener).focus();
+      resolve(dialog.returnValue === "ok");
+    }, { once: true });
     dialog.returnValue = "";
     dialog.showModal();
     document.getElementById("confirm-no").focus();

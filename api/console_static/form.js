@@ -91,7 +91,22 @@ function clearErrors(form) {
     error.hidden = true;
     error.textContent = "";
   }
-  for (const input of form.querySelectorAll("[aria-invalid]")) input.removeAttribute("aria-invalid");
+  for (const input of form.querySelectorAll("[aria-invalid]")) {
+    input.removeAttribute("aria-invalid");
+    input.removeAttribute("aria-errormessage");
+    const hint = input.dataset.hint;
+    if (hint) input.setAttribute("aria-describedby", hint);
+    else input.removeAttribute("aria-describedby");
+  }
+}
+
+// A field's error is announced with it: referenced by aria-errormessage (read when the field is invalid)
+// and placed first in aria-describedby (what every screen reader reads), before the field's hint.
+function markInvalid(input, message) {
+  if (input.dataset.hint === undefined) input.dataset.hint = input.getAttribute("aria-describedby") || "";
+  input.setAttribute("aria-invalid", "true");
+  input.setAttribute("aria-errormessage", message.id);
+  input.setAttribute("aria-describedby", [message.id, input.dataset.hint].filter(Boolean).join(" "));
 }
 
 function showProblem(form, summary, error) {
@@ -110,8 +125,7 @@ function showProblem(form, summary, error) {
     const text = String(item.message).startsWith(`${item.field}:`) ? item.message : `${item.field}: ${item.message}`;
     message.textContent = message.textContent ? `${message.textContent}; ${text}` : text;
     const input = field.querySelector("input, select, textarea");
-    input.setAttribute("aria-invalid", "true");
-    input.setAttribute("aria-errormessage", message.id);
+    markInvalid(input, message);
     first = first || input;
   }
   (first || summary).focus();

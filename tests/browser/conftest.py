@@ -15,6 +15,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,16 @@ import pytest
 
 from hastegeo.cli.client import ApiClient
 from hastegeo.cli.sample_data import upload_sample_scene
+from hastegeo.models.history import StatusEvent
+from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
 from hastegeo_dev.checkout import repo_root
 from hastegeo_dev.stack import LocalStack
 
 CHROMIUM = Path("/usr/bin/chromium")
+# axe-core from npm (package.json), run in the page: a serious or critical violation fails the test.
+AXE = repo_root() / "node_modules" / "axe-core" / "axe.min.js"
+BLOCKING = ("serious", "critical")
 SCREENSHOTS = repo_root() / ".haste" / "screenshots"
 SCENE = 256  # pixels a side: every workload of the chain finishes in seconds
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -95,16 +102,75 @@ def page(browser: Any, console_stack: LocalStack) -> Iterator[Any]:
     assert not problems, problems
 
 
+def accessibility_violations(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now, one readable line each.
+
+    axe is evaluated through the browser's debugging protocol, not as a script tag, so the
+    console's CSP (no inline script) stays as strict as it is for users.
+    """
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE.read_text() + "\n;true")
+    # The audit must leave the page as it found it: the focus goes back where it was.
+    violations = page.evaluate(
+        """async (blocking) => {
+            const focused = document.activeElement;
+            const found = await axe.run(document, {resultTypes: ["violations"]});
+            if (focused && document.activeElement !== focused) focused.focus();
+            return found.violations
+            .filter(v => blocking.includes(v.impact))
+            .map(v => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ")}`
+                + ` (${v.nodes[0] ? v.nodes[0].failureSummary.replace(/\\s+/g, " ") : ""})`);
+        }""",
+        list(BLOCKING),
+    )
+    return list(violations)
+
+
 @pytest.fixture
 def shoot() -> Callable[[Any, str], Path]:
-    """Save a full-page screenshot under .haste/screenshots/ and return its path."""
+    """Check a page state with axe-core (failing on a serious or critical violation), then save a full-page
+    screenshot of it under .haste/screenshots/ and return its path. Every state a test shows goes through here."""
 
     def take(page: Any, name: str) -> Path:
+        if not AXE.exists():
+            pytest.fail(f"{AXE} is missing: run `make install` (axe-core is pinned in package.json)")
+        violations = accessibility_violations(page)
         path = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
+        assert violations == [], f"{name}: {violations}"
         return path
 
     return take
+
+
+def finished_job(
+    job_id: str,
+    project: str,
+    created: datetime,
+    reason: str | None,
+    labels: dict[str, str] | None = None,
+    workload: str = "imagery",
+) -> Job:
+    """A job that ended (failed with ``reason``, else succeeded), to write straight into the store: no compute."""
+    state = JobState.FAILED if reason else JobState.SUCCEEDED
+    return Job(
+        id=job_id,
+        project_id=project,
+        workload=workload,
+        state=state,
+        requested_backend="local",
+        backend="local",
+        labels=labels or {},
+        reason=reason,
+        created_at=created,
+        updated_at=created,
+        finished_at=created,
+        deadline_at=created + timedelta(hours=1),
+        history=[
+            StatusEvent(at=created, state=JobState.QUEUED, message="accepted", source="api"),
+            StatusEvent(at=created, state=state, message=reason or "done", source="postprocess"),
+        ],
+    )
 
 
 def wait_terminal(api: ApiClient, job_id: str, timeout: float = 120) -> dict[str, Any]:

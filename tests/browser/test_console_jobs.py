@@ -133,15 +133,28 @@ def test_a_bad_parameter_is_shown_on_its_field(page: Any, shoot: Callable[[Any, 
     error.wait_for()
     assert error.text_content().count("parameters.iterations") == 1
     assert "greater than or equal to 1" in error.text_content()
-    assert page.locator('[data-field="parameters.iterations"] input').get_attribute("aria-invalid") == "true"
+    iterations = page.locator('[data-field="parameters.iterations"] input')
+    assert iterations.get_attribute("aria-invalid") == "true"
+    # Announced with the field: first in its description (before the hint), and named as its error message.
+    error_id = error.get_attribute("id")
+    assert iterations.get_attribute("aria-describedby").split() == [error_id, f"{iterations.get_attribute('id')}-hint"]
+    assert iterations.get_attribute("aria-errormessage") == error_id
     assert page.locator('[data-field="parameters.classes"] .error').is_hidden()
     shoot(page, "submit-error")
-    # The envelope's fields too: a project id the API refuses.
+    # The envelope's fields too: a project id the API refuses; the earlier field is valid again and says so.
     page.get_by_label("Project").fill("Not A Project")
+    iterations.fill("5")
     page.get_by_role("button", name="Submit job").click()
     project_error = page.locator('[data-field="projectId"] .error')
     project_error.wait_for()
     assert "projectId" in project_error.text_content()
+    assert page.get_by_label("Project").get_attribute("aria-describedby").split()[0] == project_error.get_attribute(
+        "id"
+    )
+    assert iterations.get_attribute("aria-invalid") is None
+    assert iterations.get_attribute("aria-errormessage") is None
+    assert iterations.get_attribute("aria-describedby") == f"{iterations.get_attribute('id')}-hint"
+    shoot(page, "submit-error-project")
     assert page.url.endswith("#/submit?workload=training")  # nothing was submitted
 
 

@@ -81,3 +81,52 @@ def test_config_names_the_api_and_says_no_sign_in_in_development(console_stack: 
     assert config["apiBase"] == "/api"
     assert config["auth"] == {"mode": "none"}
     assert config["storageOrigin"].startswith("http://127.0.0.1:")
+
+
+def _send(url: str, method: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str]]:
+    """One request with any method (a body for those that carry one), no redirects followed."""
+    body = b"{}" if method in ("POST", "PUT", "PATCH", "DELETE") else None
+    sent = {**({"Content-Type": "application/json"} if body else {}), **(headers or {})}
+    request = urllib.request.Request(url, data=body, method=method, headers=sent)
+    try:
+        with urllib.request.build_opener(_NoRedirect).open(request, timeout=10) as response:
+            return response.status, dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers)
+
+
+def test_every_console_answer_errors_included_carries_the_policy_and_nosniff(console_stack: LocalStack) -> None:
+    """Every path under /api/console (page, files, settings, unknown and deeper names) with every method,
+    and conditional reads: 200, 304, 308, 404 and 405 all carry the same security headers."""
+    from api.console import static_files
+
+    base = f"{console_stack.base_url}/api/console"
+    paths = ["", "/", "/config.json", *(f"/{name}" for name in static_files())]
+    paths += [
+        "/missing.js",
+        "/a/app.js",
+        "/..%2Fhost.json",
+        "/%2e%2e/requirements.txt",
+        "/config.json/x",
+        "/index.html?x=1",
+    ]
+    seen: dict[int, int] = {}
+    for path in paths:
+        for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"):
+            status, headers = _send(base + path, method)
+            seen[status] = seen.get(status, 0) + 1
+            where = f"{method} /api/console{path} -> {status}"
+            assert "script-src 'self'" in headers.get("Content-Security-Policy", ""), where
+            assert "frame-ancestors 'none'" in headers["Content-Security-Policy"], where
+            assert headers.get("X-Content-Type-Options") == "nosniff", where
+            assert headers.get("X-Frame-Options") == "DENY", where
+            if method not in ("GET", "HEAD"):
+                assert status == 405, where
+                assert headers["Allow"] == "GET, HEAD", where
+            if method == "GET" and status == 200 and "ETag" in headers:
+                again, again_headers = _send(base + path, "GET", {"If-None-Match": headers["ETag"]})
+                seen[again] = seen.get(again, 0) + 1
+                assert again == 304, where
+                assert again_headers.get("X-Content-Type-Options") == "nosniff", where
+                assert "script-src 'self'" in again_headers.get("Content-Security-Policy", ""), where
+    assert set(seen) == {200, 304, 308, 404, 405}, seen

@@ -26,6 +26,8 @@ def stack(tmp_path: Path) -> Iterator[LocalStack]:
         "HASTE_POLL_INITIAL_S": "1",
         "HASTE_POLL_MAX_S": "2",
         "HASTE_CORS_ALLOWED_ORIGINS": "https://ui.example",
+        # One test acts as an outsider by sending its own principal, as App Service would pass it.
+        "HASTE_DEV_TRUST_CLIENT_PRINCIPAL": "true",
     }
     # A short lease: after a SIGKILL, in-flight messages come back within seconds.
     with LocalStack(tmp_path, settings=settings, lease_seconds=3) as running:
@@ -195,7 +197,8 @@ def test_the_dev_principal_is_injected_and_an_explicit_outsider_sees_a_404(stack
     assert log.count("HASTE_DEV_PRINCIPAL is set") == 1
     assert "dev@localhost" in log
 
-    # A header the client sends itself is kept: a submitter of p2 cannot see a p1 job, nor tell it from a missing one.
+    # A header the client sends is kept (this stack trusts them): a submitter of p2 cannot see a p1 job,
+    # nor tell it from a missing one.
     outsider = encode_principal(Principal("eve@example.com", "oid-eve", frozenset({Role.SUBMITTER}), frozenset({"p2"})))
     answers = {}
     for job_id in (job["id"], "no-such-job-0000"):

@@ -31,7 +31,8 @@ CALLER = encode_principal(Principal("ana@example.com", "oid-ana", frozenset({Rol
 
 def call(name: str, method: str, url: str, body: Any = None, **kwargs: Any) -> tuple[int, Any, func.HttpResponse]:
     raw = body if isinstance(body, bytes) else (b"" if body is None else json.dumps(body).encode())
-    kwargs["headers"] = {PRINCIPAL_HEADER: CALLER, **kwargs.get("headers", {})}
+    as_json = {"Content-Type": "application/json"} if raw else {}
+    kwargs["headers"] = {PRINCIPAL_HEADER: CALLER, **as_json, **kwargs.get("headers", {})}
     request = func.HttpRequest(method=method, url=url, body=raw, **kwargs)
     response = FUNCTIONS[name](request)
     payload = json.loads(response.get_body() or b"null")

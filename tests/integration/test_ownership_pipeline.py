@@ -34,6 +34,7 @@ GET: Callable[[func.HttpRequest], func.HttpResponse] = routes.get_job._function.
 
 def post(body: Any, who: Principal | None = ANA) -> tuple[int, Any]:
     headers = {PRINCIPAL_HEADER: encode_principal(who)} if who is not None else {}
+    headers["Content-Type"] = "application/json"
     response = SUBMIT(func.HttpRequest(method="POST", url="/api/jobs", body=json.dumps(body).encode(), headers=headers))
     return response.status_code, json.loads(response.get_body())
 

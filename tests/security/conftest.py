@@ -17,8 +17,17 @@ STACK_INPUTS_CONTAINER = "haste-inputs"
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    """One Azurite + development host for the whole security suite (start-up costs seconds)."""
-    settings = {"HASTE_LOCAL_SLOTS": "2", "HASTE_POLL_INITIAL_S": "1", "HASTE_POLL_MAX_S": "2"}
+    """One Azurite + development host for the whole security suite (start-up costs seconds).
+
+    The host believes the principal a request sends (``HASTE_DEV_TRUST_CLIENT_PRINCIPAL``): these tests
+    act as several callers, as App Service would pass them; a request that sends none is the default admin.
+    """
+    settings = {
+        "HASTE_LOCAL_SLOTS": "2",
+        "HASTE_POLL_INITIAL_S": "1",
+        "HASTE_POLL_MAX_S": "2",
+        "HASTE_DEV_TRUST_CLIENT_PRINCIPAL": "true",
+    }
     with LocalStack(tmp_path_factory.mktemp("security-stack"), settings=settings, lease_seconds=5) as running:
         yield running
 

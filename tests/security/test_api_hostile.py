@@ -55,7 +55,8 @@ CALLER = encode_principal(Principal("hostile@example.com", "oid-hostile", frozen
 
 def call(name: str, method: str, url: str, body: bytes = b"", **kwargs: Any) -> tuple[int, Any, func.HttpResponse]:
     """Call a handler (as an admin); an exception escaping it is what the host turns into a 500."""
-    kwargs["headers"] = {PRINCIPAL_HEADER: CALLER, **kwargs.get("headers", {})}
+    as_json = {"Content-Type": "application/json"} if body else {}
+    kwargs["headers"] = {PRINCIPAL_HEADER: CALLER, **as_json, **kwargs.get("headers", {})}
     request = func.HttpRequest(method=method, url=url, body=body, **kwargs)
     try:
         response = HANDLERS[name](request)

@@ -71,6 +71,8 @@ def call(
 ) -> tuple[int, Any, func.HttpResponse]:
     headers = {PRINCIPAL_HEADER: caller} if caller is not None else {}
     raw = b"" if body is None else json.dumps(body).encode()
+    if raw:
+        headers["Content-Type"] = "application/json"
     response = HANDLERS[name](func.HttpRequest(method=method, url="/api/x", body=raw, headers=headers, **kwargs))
     return response.status_code, json.loads(response.get_body() or b"null"), response
 

@@ -18,7 +18,7 @@ from hastegeo.utils.errors import ConfigurationError
 from tests.drift.conftest import REPO
 
 # The web console's files and settings hold no data; its API calls are authenticated (docs/adr/0014).
-ALWAYS_ANONYMOUS = {"health", "openapi", "console_index", "console_file", "console_settings"}
+ALWAYS_ANONYMOUS = {"health", "openapi", "console"}
 READ_LEVELS = """
 import json, function_app
 levels = {}

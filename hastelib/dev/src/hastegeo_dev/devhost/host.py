@@ -38,6 +38,11 @@ from hastegeo_dev.devhost.timers import TimerDriver
 log = logging.getLogger(__name__)
 
 DEV_PRINCIPAL_VARIABLE = "HASTE_DEV_PRINCIPAL"
+TRUST_VARIABLE = "HASTE_DEV_TRUST_CLIENT_PRINCIPAL"
+# Headers App Service authentication sets and never takes from a client: the caller and the provider's tokens.
+PLATFORM_HEADER_PREFIXES = ("x-ms-client-principal", "x-ms-token-")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
 
 
 class DevHost:
@@ -53,9 +58,11 @@ class DevHost:
     Like App Service authentication in Azure, the host can tell the app who is
     calling: when ``HASTE_DEV_PRINCIPAL`` is set in ``environ`` (for example
     ``name=dev@example.com;roles=Haste.Admin;projects=demo,p1``), every HTTP
-    request that carries no ``X-MS-CLIENT-PRINCIPAL`` gets one for that caller.
-    A request that brings its own keeps it (Azure would strip it; here it lets a
-    test act as someone else).
+    request gets an ``X-MS-CLIENT-PRINCIPAL`` for that caller. As in Azure, the
+    ``X-MS-CLIENT-PRINCIPAL*`` and ``X-MS-TOKEN-*`` headers a client sends are
+    removed first, so nobody reaching the host (a page on another site included)
+    can claim to be someone. ``HASTE_DEV_TRUST_CLIENT_PRINCIPAL=true`` keeps them
+    (a test acting as several callers); the host says which at start-up.
     """
 
     def __init__(
@@ -98,6 +105,7 @@ class DevHost:
         self.config = HostConfig()
         self.functions = AppFunctions()
         self.dev_principal: Principal | None = None
+        self.trust_client_principal = False
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -105,6 +113,7 @@ class DevHost:
         """Load the app, then start queue pollers and the HTTP server. Raises DevHostError / HostJsonError."""
         self.config = self._load_config()
         self.dev_principal = self._load_dev_principal()
+        self.trust_client_principal = self._load_trust()
         registry = load_app(self._app, self._app_dir) if isinstance(self._app, str) else self._app
         self.functions = discover(registry)
         outputs = OutputSender(self._clients, self._environ, self.config.queues.message_encoding, self.wake)
@@ -129,6 +138,7 @@ class DevHost:
                 default_headers=(
                     {PRINCIPAL_HEADER: encode_principal(self.dev_principal)} if self.dev_principal is not None else {}
                 ),
+                platform_prefixes=() if self.trust_client_principal else PLATFORM_HEADER_PREFIXES,
             )
         try:
             for driver in self._drivers:
@@ -217,8 +227,29 @@ class DevHost:
         except ValueError as exc:
             raise DevHostError(f"{DEV_PRINCIPAL_VARIABLE}: {exc}") from None
 
+    def _load_trust(self) -> bool:
+        """``HASTE_DEV_TRUST_CLIENT_PRINCIPAL`` as a boolean. Raises DevHostError for a value that is neither."""
+        text = self._environ.get(TRUST_VARIABLE, "").strip().lower()
+        if text not in _TRUE | _FALSE:
+            raise DevHostError(f"{TRUST_VARIABLE}: {text[:40]!r} is not true or false")
+        return text in _TRUE
+
     def _log_started(self) -> None:
         principal = self.dev_principal
+        if self._http is not None and self.trust_client_principal:
+            log.warning(
+                "%s=true: %s and the other X-MS-CLIENT-PRINCIPAL-*/X-MS-TOKEN-* headers a client sends are believed; "
+                "anyone who reaches this host can act as anyone (Azure removes them)",
+                TRUST_VARIABLE,
+                PRINCIPAL_HEADER,
+            )
+        elif self._http is not None:
+            log.info(
+                "%s and the other X-MS-CLIENT-PRINCIPAL-*/X-MS-TOKEN-* headers a client sends are removed, as App "
+                "Service authentication does (%s=true keeps them)",
+                PRINCIPAL_HEADER,
+                TRUST_VARIABLE,
+            )
         if principal is not None and self._http is not None:
             log.warning(
                 "%s is set: the development host adds %s to every HTTP request without one, as caller %s "

@@ -11,7 +11,9 @@ connection thread for seconds, not forever), and RFC 9457 problem+json
 bodies for 400/404/405/408/413/500 that never carry a traceback.
 Function keys are not checked, as with Core Tools locally.
 ``default_headers`` are added to each request that lacks them (the host uses
-this to stand in for App Service authentication's ``X-MS-CLIENT-PRINCIPAL``).
+this to stand in for App Service authentication's ``X-MS-CLIENT-PRINCIPAL``);
+headers named by ``platform_prefixes`` are removed from what the client sent
+first, as App Service removes the identity headers only it may set.
 """
 
 from __future__ import annotations
@@ -123,8 +125,10 @@ class DevHttpServer:
         outputs: OutputSender | None = None,
         default_headers: Mapping[str, str] | None = None,
         body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
+        platform_prefixes: Sequence[str] = (),
     ) -> None:
-        """``body_timeout_s``: how long a request body may pause between reads before the answer is a 408."""
+        """``body_timeout_s``: how long a request body may pause between reads before the answer is a 408.
+        ``platform_prefixes``: header names (lower case prefixes) only the platform sets; a client's are dropped."""
         self._routes: RouteTable[HttpFunction] = RouteTable(route_prefix)
         for function in functions:
             self._routes.add(function.route, function.methods, function)
@@ -133,6 +137,7 @@ class DevHttpServer:
         self._body_timeout_s = body_timeout_s
         self._outputs = outputs
         self._default_headers = dict(default_headers or {})
+        self._platform_prefixes = tuple(prefix.lower() for prefix in platform_prefixes)
         self._address = (host, port)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -216,7 +221,11 @@ class DevHttpServer:
         function = resolved.target
         host = request.headers.get("Host") or self.base_url.removeprefix("http://")
         # A repeated header reaches the function joined with "," (ASP.NET's StringValues), as deployed.
-        sent = {k: ",".join(request.headers.get_all(k) or []) for k in set(request.headers.keys())}
+        sent = {
+            k: ",".join(request.headers.get_all(k) or [])
+            for k in set(request.headers.keys())
+            if not k.lower().startswith(self._platform_prefixes)
+        }
         present = {k.lower() for k in sent}
         sent.update({k: v for k, v in self._default_headers.items() if k.lower() not in present})
         http_request = func.HttpRequest(
