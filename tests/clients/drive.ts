@@ -29,6 +29,7 @@ for (let n = 0; n < Number(count); n += 1) {
     backend: "auto",
     inputs: [{ blob: `${project}/a.txt`, jobId: null, dest: null }],
     labels: { n: String(n) },
+    correlationId: null,
   };
   const { data, error, response } = await client.POST("/jobs", {
     body: last,
