@@ -51,7 +51,7 @@ from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo.cli.stack import LocalStack
-from hastegeo.config import load_settings
+from hastegeo.config import LocalSettings, load_settings
 from hastegeo.store import index
 from hastegeo.telemetry.export import export_cost
 from hastegeo.utils.priority import lower_priority
@@ -93,9 +93,15 @@ def ts(value: str) -> float:
     return datetime.fromisoformat(value).timestamp()
 
 
+def workload_niceness() -> int:
+    """The nice value workloads run at on both sides: ``HASTE_LOCAL_NICENESS``, else the local backend's default."""
+    return int(os.environ.get("HASTE_LOCAL_NICENESS", LocalSettings.model_fields["niceness"].default))
+
+
 def bench_stack(slots: int, **extra: str) -> dict[str, str]:
-    """The development stack every bench starts: its worker processes, local slots and poll back-off."""
+    """The development stack every bench starts: its worker processes, local slots, poll back-off and priority."""
     return {
+        "HASTE_LOCAL_NICENESS": str(workload_niceness()),
         "FUNCTIONS_WORKER_PROCESS_COUNT": os.environ.get("BENCH_WORKERS", "2"),
         "HASTE_LOCAL_SLOTS": str(slots),
         "HASTE_POLL_INITIAL_S": os.environ.get("BENCH_POLL_INITIAL_S", "5"),
@@ -264,7 +270,7 @@ def run_subprocess(jobs: int, concurrency: int, workdir: Path) -> dict[str, Any]
         (folder / "inputs" / "input.txt").write_bytes(b"x" * 1024)
         folders.append(folder)
 
-    niceness = load_settings({}).local.niceness  # what the local backend runs workloads at
+    niceness = workload_niceness()
 
     def one(folder: Path) -> float:
         t = time.time()
@@ -382,7 +388,8 @@ def main() -> int:
     args = parser.parse_args()
     print(
         f"comparing {args.jobs} trivial artifacts jobs run as bare subprocesses, through the untraced pipeline and "
-        f"through the traced one: {args.rounds} rounds, every side once a round, the order rotating"
+        f"through the traced one: {args.rounds} rounds, every side once a round, the order rotating; workloads at "
+        f"nice {workload_niceness()} on every side"
     )
     with tempfile.TemporaryDirectory(prefix="haste-bench-") as tmp:
         runs = rounds_of(args.jobs, args.concurrency, args.rounds, Path(tmp))
