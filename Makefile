@@ -73,14 +73,14 @@ demo: install ## Start the embedded stack and run a real job end to end through 
 dev: install ## Start Azurite and the development Functions host (and the web console) until Ctrl-C; traces: haste trace <job-id>
 	HASTE_OTEL_EXPORT=$${HASTE_OTEL_EXPORT:-file:$(CURDIR)/.haste/otel.jsonl} $(PY) -m hastegeo_dev dev
 
-bench: install ## Pipeline vs subprocess (JOBS=200), a rate-limited burst (LOAD_JOBS=1000: acceptance rate, storage calls per job), per-workload runtime and memory, fair share (FAIR_JOBS=1000)
-	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS)
+bench: install ## Bare subprocess vs untraced vs traced pipeline (JOBS=200, BENCH_ROUNDS=5 rotating rounds), a rate-limited burst (LOAD_JOBS=1000), per-workload runtime and memory, fair share (FAIR_JOBS=1000)
+	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS) --rounds $${BENCH_ROUNDS:-5}
 	$(PY) -m tests.bench.load_bench --jobs $(LOAD_JOBS)
 	$(PY) -m tests.bench.workloads_bench --sizes 512 4096
 	$(PY) -m tests.bench.fairness_bench --jobs $${FAIR_JOBS:-1000}
 
-bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES): reconciler, listings, a read
-	$(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000}
+bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES), then following 1,000 / 10,000 running ones (SCALE_RUNNING)
+	$(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000} --running $${SCALE_RUNNING:-1000 10000}
 
 chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks
 	CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q

@@ -9,7 +9,11 @@ processed per job, from each job's ``attempts.poll``), the acceptance rate
 while earlier jobs run) and the storage calls per job, by operation: every
 storage client of the host and its workers (the local backend's staging and uploads
 among them) counts its requests at the azure-core transport (:mod:`tests.bench.storage_calls`).
-The bench waits by reading the job store itself, so its own reads are not counted.
+The bench waits by reading the job store itself, so its own reads are not counted. The
+jobs' own calls are reported apart from those no job made: the host's queue polling that
+found nothing (it polls whether or not jobs run, and goes on after the last job ends) and
+the reconciler's passes (a timer, once a minute), each shown on its own line. Only the
+host's processes count calls; the workload processes, which make none, load nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -110,6 +115,7 @@ def run(jobs: int, rate: float, burst: int, workdir: Path) -> dict[str, Any]:
         elapsed = time.time() - started
         time.sleep(1.5)  # the processes write their counts every half second
         calls = storage_calls.read_dir(workdir / "calls")
+        background = {source: storage_calls.read_dir(workdir / "calls", source) for source in storage_calls.SOURCES}
         stop.set()
         sampler.join(2)
         polls = [int(job.get("attempts", {}).get("poll", 0)) for job in finals]
@@ -121,6 +127,7 @@ def run(jobs: int, rate: float, burst: int, workdir: Path) -> dict[str, Any]:
         "accepted_after_s": accepted_after,
         "acceptance_per_s": jobs / accepted_after if accepted_after else 0.0,
         "calls": calls,
+        "background": background,
         "elapsed_s": elapsed,
         "rss_start_mb": memory[0],
         "rss_peak_mb": max(memory),
@@ -165,10 +172,15 @@ def main() -> int:
     print(f"  answered 503          {result['refused_503']} (storage slower than the API's budget; retried)")
     print(f"  all accepted after    {result['accepted_after_s']:.1f}s; all finished after {result['elapsed_s']:.1f}s")
     print(f"  acceptance rate       {result['acceptance_per_s']:.1f} jobs/s until all were accepted (while jobs ran)")
-    calls = result["calls"]
-    print(f"  storage calls per job {sum(calls.values()) / result['jobs']:.1f} (all processes), by operation:")
+    background: dict[str, Counter[str]] = result["background"]
+    calls = result["calls"] - sum(background.values(), Counter())  # what the jobs themselves sent
+    print(f"  storage calls per job {sum(calls.values()) / result['jobs']:.1f} (the jobs' own, every host process), "
+          "by operation:")  # fmt: skip
     for name, count in calls.most_common():
         print(f"    {name:<28} {count / result['jobs']:6.2f}")
+    for source, counts in background.items():
+        detail = ", ".join(f"{name} {count}" for name, count in counts.most_common())
+        print(f"  not the jobs': {source:<14} {sum(counts.values()):6d} calls in all ({detail or 'none'})")
     first, last = result["rss_first_third_mb"], result["rss_last_third_mb"]
     print(f"  host memory (MB)      idle {result['rss_start_mb']:.0f}, peak {result['rss_peak_mb']:.0f}; "
           f"median first third {first:.0f}, last third {last:.0f}")  # fmt: skip

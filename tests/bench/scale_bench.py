@@ -14,6 +14,17 @@ It prints the storage calls each operation made (counted at the azure-core
 transport, :mod:`tests.bench.storage_calls`) and the ratio largest/smallest size
 per operation; the goal is ≤ 2 (ADR 0011).
 
+Running jobs are seeded in their steady state: each has a poll message pending, due a
+while ahead (``poll_due_at``, as a live chain keeps it), so a pass reads each and sends
+nothing (one listing and one read per running job, not a re-armed chain each).
+
+Then the cost of following running jobs (``--running``, default 1,000 and 10,000,
+seeded beside the finished ones): the reconciler pass, and per running job per minute
+the poll messages and the storage calls, both the poll chain's (measured on a real job
+held waiting on the local backend, whose every poll is a running job's steady-state
+poll) and the reconciler's share (a pass a minute), with the ratio between sizes per
+running job (goal ≤ 2; the design limits for more: docs/adr).
+
 Seeding writes what the store itself writes for a finished job (its document with its
 metadata, its project-index entry and its ``ended/succeeded`` entry) into the files of a
 stopped Azurite (:mod:`tests.bench.azurite_seed`), then starts it again: through HTTP,
@@ -25,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,14 +45,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from hastegeo.compute.local_node.layout import LocalLayout
 from hastegeo.config import load_settings
 from hastegeo.models.history import make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.deps import new_job_id, record
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.store import index
-from hastegeo.store.jobs import JobStore
+from hastegeo.store.jobs import JobStore, _metadata
+from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from tests.bench import storage_calls
 from tests.bench.azurite_seed import append_blobs
@@ -49,6 +64,8 @@ PROJECT = "bench"
 RUNNING = 50
 GOAL_RATIO = 2.0
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DUE_AHEAD = timedelta(hours=1)  # a pending poll message due this far ahead: the chain is live all bench long
+RUNNING_SIZES = [1000, 10000]
 
 
 def job_at(created: datetime, state: JobState) -> Job:
@@ -69,19 +86,29 @@ def job_at(created: datetime, state: JobState) -> Job:
     )
 
 
+def stored_blobs(job: Job) -> Iterator[tuple[str, bytes, dict[str, str], str]]:
+    """What the store writes for ``job``: its document with its metadata, its project and state entries."""
+    document = job.model_dump_json(by_alias=True).encode()
+    yield JobStore.document_name(job.id), document, _metadata(job), "application/json"
+    for name in index.entry_names(job):
+        yield name, b"", {}, "application/octet-stream"
+
+
 def finished_blobs(count: int, start: int) -> Iterator[tuple[str, bytes, dict[str, str], str]]:
     """What the store holds for ``count`` succeeded jobs, newer than the running ones."""
     for i in range(start, start + count):
-        job = job_at(T0 + timedelta(days=1, milliseconds=i), JobState.SUCCEEDED)
-        document = job.model_dump_json(by_alias=True).encode()
-        meta = {
-            "state": job.state.value,
-            "deadline": job.deadline_at.isoformat(),
-            "updated": job.updated_at.isoformat(),
-        }
-        yield JobStore.document_name(job.id), document, meta, "application/json"
-        for name in index.entry_names(job):
-            yield name, b"", {}, "application/octet-stream"
+        yield from stored_blobs(job_at(T0 + timedelta(days=1, milliseconds=i), JobState.SUCCEEDED))
+
+
+def steady(job: Job, now: datetime) -> Job:
+    """``job`` as a live poll chain keeps it: updated now, its pending poll message due ahead (pure)."""
+    return job.model_copy(update={"updated_at": now, "poll_due_at": now + DUE_AHEAD})
+
+
+def running_blobs(count: int, start: int, now: datetime) -> Iterator[tuple[str, bytes, dict[str, str], str]]:
+    """What the store holds for ``count`` running jobs in their steady state, older than the finished ones."""
+    for i in range(start, start + count):
+        yield from stored_blobs(steady(job_at(T0 - timedelta(days=1, milliseconds=i), JobState.RUNNING), now))
 
 
 def timed(operation: Callable[[], Any], repeat: int, endpoints: list[str]) -> tuple[float, float, int]:
@@ -135,6 +162,7 @@ def run(sizes: list[int], repeat: int, workdir: Path) -> dict[int, dict[str, tup
                 runtime.store.update(
                     job.id, lambda j, s=state: record(j, now=T0, limit=50, message=s.value, source="bench", state=s)
                 )
+            runtime.store.update(job.id, lambda j: steady(j, datetime.now(UTC)))  # its chain is live
         runtime.store.backfill_index()  # a new store: nothing to index (marks it so the timed passes skip it)
         seeded = 0
         for size in sizes:
@@ -158,6 +186,95 @@ def run(sizes: list[int], repeat: int, workdir: Path) -> dict[int, dict[str, tup
     return results
 
 
+def poll_cost(workdir: Path, connection_string: str, polls: int = 5) -> tuple[float, float]:
+    """Storage calls of one steady-state poll and the polls a running job gets a minute.
+
+    A real job on the local backend, held waiting for its one slot (a live process holds
+    it), is polled through the real poll step: the provider answers "not finished", the
+    job is unchanged but for its due time, and the next message is sent, exactly as for a
+    running job. The calls are the step's own plus the host's receive and delete of its
+    message; the polls a minute are those of the chain at its longest delay.
+    """
+    root = workdir / "poll-local"
+    env = {"AzureWebJobsStorage": connection_string, "HASTE_LOCAL_ROOT": str(root), "HASTE_LOCAL_SLOTS": "1"}
+    runtime = build_runtime(load_settings(env))
+    inputs = runtime.blobs.get_container_client(runtime.settings.storage.inputs_container)
+    inputs.upload_blob("poll/input.txt", b"x", overwrite=True)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    try:
+        (LocalLayout(root).ensure().root / "active" / "held").write_text(str(holder.pid))
+        request = parse_request({"workload": "artifacts", "projectId": "poll", "inputs": [{"blob": "poll/input.txt"}]})
+        job = runtime.acceptor.accept(request, idempotency_key=f"poll-{time.time_ns()}").job
+        runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+        spent = []
+        for _ in range(polls + 2):  # the first polls record the wait; then each is a steady-state poll
+            seq = runtime.store.get(job.id).poll_seq
+            before = storage_calls.total()
+            runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=seq))
+            spent.append(storage_calls.total() - before + 2)  # + the host's receive and delete of the message
+            if runtime.store.get(job.id).state.terminal:
+                raise AssertionError("the held job ended: its polls are no running job's")
+        runtime.queues.client(POLL_QUEUE).clear_messages()
+    finally:
+        holder.kill()
+        holder.wait()
+        for adapter in runtime.registry.built().values():
+            adapter.close()
+    return statistics.median(spent[2:]), 60.0 / runtime.settings.pipeline.poll_max_s
+
+
+def run_running(sizes: list[int], repeat: int, workdir: Path) -> dict[int, tuple[float, int]]:
+    """The reconciler pass (fastest seconds, storage calls) with ``sizes`` running jobs in their steady state."""
+    results: dict[int, tuple[float, int]] = {}
+    storage_calls.install()
+    location = workdir / "azurite-running"
+    azurite, runtime = start(location)
+    try:
+        runtime.store.create(job_at(T0, JobState.SUCCEEDED))  # Azurite writes the first blob: the seeding template
+        runtime.store.backfill_index()
+        seeded = 0
+        for size in sizes:
+            azurite.stop()
+            container = runtime.settings.storage.jobs_container
+            append_blobs(location, container, running_blobs(size - seeded, seeded, datetime.now(UTC)))
+            azurite, runtime = start(location)
+            seeded = size
+            fastest, _median, calls = timed(runtime.reconcile.run, repeat, [azurite.blob_url, azurite.queue_url])
+            if len(runtime.store.unfinished()) != size:
+                raise AssertionError(f"the reconciler does not see exactly the {size} running jobs")
+            results[size] = (fastest, calls)
+            print(f"  {size:>7} running   reconciler pass {fastest:8.2f} s  {calls:6d} storage calls", flush=True)
+    finally:
+        azurite.stop()
+    return results
+
+
+def report_running(results: dict[int, tuple[float, int]], poll_calls: float, polls_per_min: float) -> bool:
+    """Per running job per minute, by size, with the ratio largest/smallest size (goal ≤ 2)."""
+    sizes = sorted(results)
+    print(
+        f"\nfollowing running jobs (seeded in their steady state): a reconciler pass a minute, {polls_per_min:g} poll "
+        f"a minute per job at the chain's longest delay, {poll_calls:g} storage calls a poll (measured)"
+    )
+    print(f"  {'running jobs':<40}" + "".join(f"{size:>12,}" for size in sizes) + "   ratio")
+    rows: list[tuple[str, list[float]]] = [
+        ("reconciler pass (s)", [results[size][0] for size in sizes]),
+        ("reconciler pass, storage calls", [float(results[size][1]) for size in sizes]),
+        ("pass time per running job (ms)", [results[size][0] / size * 1000 for size in sizes]),
+        ("poll messages per job per minute", [polls_per_min for _ in sizes]),
+        ("storage calls per job per minute", [poll_calls * polls_per_min + results[size][1] / size for size in sizes]),
+        ("  of which the reconciler's", [results[size][1] / size for size in sizes]),
+    ]
+    ok = True
+    for name, values in rows:
+        ratio = values[-1] / max(values[0], 1e-9)
+        per_job = "per job" in name or "per running" in name
+        ok = ok and (ratio <= GOAL_RATIO or not per_job)
+        print(f"  {name:<40}" + "".join(f"{value:>12.2f}" for value in values) + f"   {ratio:5.2f}")
+    print(f"  goal: every per-job figure's ratio ≤ {GOAL_RATIO:g} from {sizes[0]:,} to {sizes[-1]:,} running jobs")
+    return ok
+
+
 def report(results: dict[int, dict[str, tuple[float, float, int]]]) -> bool:
     small, large = min(results), max(results)
     sizes = ", ".join(f"{size:,}" for size in sorted(results))
@@ -174,11 +291,18 @@ def report(results: dict[int, dict[str, tuple[float, float, int]]]) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000, 100000], help="finished jobs")
+    parser.add_argument("--running", type=int, nargs="*", default=RUNNING_SIZES, help="running jobs (none: skip)")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="haste-bench-scale-") as tmp:
-        ok = report(run(sorted(args.sizes), args.repeat, Path(tmp)))
+        ok = report(run(sorted(args.sizes), args.repeat, Path(tmp))) if args.sizes else True
+        if args.running:
+            print(f"\nrunning jobs {', '.join(f'{size:,}' for size in sorted(args.running))}: steady state")
+            running = run_running(sorted(args.running), max(1, min(args.repeat, 3)), Path(tmp))
+            with Azurite(in_memory=True) as azurite:
+                poll_calls, polls_per_min = poll_cost(Path(tmp), azurite.connection_string)
+            ok = report_running(running, poll_calls, polls_per_min) and ok
     return 0 if ok else 1
 
 
