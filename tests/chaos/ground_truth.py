@@ -184,6 +184,9 @@ def _queues(outcome: Outcome, scene: Scene) -> int:
 
     left = _settle(problems, scene.settle_s, scene.drain)
     outcome.notes.extend(left)
+    for name in queue_depths(queues) if left else ():
+        for message in queues.get_queue_client(name).peek_messages(max_messages=5):  # the visible ones
+            outcome.notes.append(f"queue {name}: {message.content} (dequeued {message.dequeue_count} times)")
     return len(left)
 
 
