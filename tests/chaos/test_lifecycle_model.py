@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -62,6 +62,7 @@ from hastegeo_dev.devhost.azurite import Azurite
 
 from . import ground_truth
 from .conftest import CHAOS_JOBS, Outcome
+from .test_chaos import Clock
 
 pytestmark = [pytest.mark.azurite]
 BODY = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
@@ -73,20 +74,6 @@ DELIVERIES = (
     *("submit", "poll", "poll", "exit notice", "exit notice", "stale poll", "early poll"),
     *("cancel", "reconciler", "deadline"),
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-        self._lock = threading.Lock()
-
-    def __call__(self) -> datetime:
-        with self._lock:
-            return self.now
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self.now += timedelta(seconds=seconds)
 
 
 class ScriptedBackend(ComputeBackend):
