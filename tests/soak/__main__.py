@@ -34,7 +34,7 @@ from tests.chaos.checks import check_jobs
 from tests.chaos.conftest import Outcome
 from tests.chaos.ground_truth import starts_env
 from tests.chaos.test_chaos import stack_scene, wait_terminal
-from tests.chaos.test_storage_faults import PLAN, Answers, proxied
+from tests.chaos.test_storage_faults import PLAN, SETTLE_S, Answers, proxied
 
 # Growth allowed from the first quarter's median to the last quarter's (ADR 0019).
 MEMORY_GROWTH_MB = 40.0
@@ -111,7 +111,9 @@ def main() -> int:
             for proxy in proxies:
                 proxy.set_plan(FaultPlan())
             finals = wait_terminal(client, ids, timeout=600)
-            ground_truth.check(outcome, stack_scene(stack, work))
+            scene = stack_scene(stack, work)
+            scene.settle_s = SETTLE_S
+            ground_truth.check(outcome, scene)
     finally:
         for proxy in proxies:
             proxy.stop()
