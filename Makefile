@@ -11,7 +11,7 @@ BACKEND ?= local
 JOBS ?= 200
 LOAD_JOBS ?= 1000
 
-.PHONY: help install browser test check lint typecheck demo dev bench bench-scale chaos package clean
+.PHONY: help install browser test check lint typecheck demo dev bench bench-scale chaos soak mutation package clean
 
 help: ## List the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -82,8 +82,14 @@ bench: install ## Bare subprocess vs untraced vs traced pipeline (JOBS=200, BENC
 bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES), then following 1,000 / 10,000 running ones (SCALE_RUNNING)
 	$(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000} --running $${SCALE_RUNNING:-1000 10000}
 
-chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks
+chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks, ground truth
 	CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q
+
+soak: install ## The stack for SOAK_MINUTES (30) at SOAK_RATE jobs/s with storage faults at random: memory, files, threads, queue depth over time, ground truth at the end (ADR 0027); not part of make test
+	$(PY) -m tests.soak
+
+mutation: install ## Mutation score of the pure core with cosmic-ray (MUTATION_MODULES=states,router,...); not part of make test
+	$(PY) -m tests.mutation
 
 package: ## Build the one deployment package: $(PACKAGE_DIR)/function-app.zip and its unpacked folder (docs/deploy.md)
 	@# Standard library only (Python 3.11+): azd's prepackage hook and the deploy workflow need no .venv.

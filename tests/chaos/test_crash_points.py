@@ -15,8 +15,10 @@ from hastegeo.runtime import Runtime
 from hastegeo.store.queues import JobMessage
 from tests.conftest import RuntimeFactory
 
+from . import ground_truth
 from .checks import assert_clean, check_jobs
 from .conftest import CHAOS_JOBS, Outcome
+from .ground_truth import Scene, starts_env
 
 pytestmark = [pytest.mark.azurite]
 BODY = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
@@ -27,7 +29,9 @@ class Crash(BaseException):
 
 
 @pytest.fixture
-def runtime(make_runtime: RuntimeFactory) -> Runtime:
+def runtime(make_runtime: RuntimeFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runtime:
+    for name, value in starts_env(tmp_path / "starts").items():  # the workloads inherit this process's environment
+        monkeypatch.setenv(name, value)
     built = make_runtime(HASTE_LOCAL_SLOTS="4")
     built.blobs.get_container_client(built.settings.storage.inputs_container).upload_blob("p1/a.txt", b"alpha")
     return built
@@ -61,6 +65,18 @@ def deliver(step: Callable[[JobMessage], None], message: JobMessage) -> None:
     raise AssertionError("still crashing after 5 deliveries")
 
 
+def verify(runtime: Runtime, outcome: Outcome, tmp_path: Path) -> None:
+    """Ground truth; the queues are the session's, shared with other tests, so they are not judged here."""
+    scene = Scene(
+        runtime.blobs,
+        runtime.settings.storage.jobs_container,
+        local_root=tmp_path / "local",
+        starts_dir=tmp_path / "starts",
+    )
+    ground_truth.check(outcome, scene)
+    ground_truth.assert_true(outcome)
+
+
 def finish(runtime: Runtime, ids: list[str]) -> None:
     import time
 
@@ -86,6 +102,7 @@ def test_crash_between_provider_submit_and_handle_persistence(
     check_jobs(outcome, [runtime.store.get(i).api_view() for i in ids], tmp_path / "local")
     assert outcome.succeeded == len(ids), outcome.notes
     assert_clean(outcome)
+    verify(runtime, outcome, tmp_path)
 
 
 def test_crash_during_post_processing(runtime: Runtime, tmp_path: Path, outcome: Outcome) -> None:
@@ -100,6 +117,7 @@ def test_crash_during_post_processing(runtime: Runtime, tmp_path: Path, outcome:
     check_jobs(outcome, [runtime.store.get(i).api_view() for i in ids], tmp_path / "local")
     assert outcome.succeeded == len(ids), outcome.notes
     assert_clean(outcome)
+    verify(runtime, outcome, tmp_path)
 
 
 def test_crash_right_after_accepting(runtime: Runtime, tmp_path: Path, outcome: Outcome) -> None:
@@ -118,3 +136,4 @@ def test_crash_right_after_accepting(runtime: Runtime, tmp_path: Path, outcome: 
     check_jobs(outcome, [runtime.store.get(again.job.id).api_view()], tmp_path / "local")
     assert outcome.succeeded == 1
     assert_clean(outcome)
+    verify(runtime, outcome, tmp_path)

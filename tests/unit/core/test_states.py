@@ -36,6 +36,11 @@ def test_terminal_states_have_no_exit() -> None:
         assert state.terminal
 
 
+def test_only_the_terminal_states_say_so() -> None:
+    """``terminal`` is a plain bool: a state that is not terminal answers False, not something truthy."""
+    assert {state: state.terminal for state in JobState} == {state: state in TERMINAL_STATES for state in JobState}
+
+
 def test_cancelled_is_never_reached_through_success() -> None:
     assert JobState.SUCCEEDED not in ALLOWED[JobState.CANCEL_REQUESTED]
 
