@@ -129,10 +129,14 @@ def test_deploy_runs_the_promised_steps_in_order() -> None:
         "make package",
         "az functionapp deployment source config-zip",
         "/api/health",
+        "haste doctor",
     ]
     positions = [joined.find(needle) for needle in order]
     assert all(p >= 0 for p in positions), dict(zip(order, positions, strict=True))
-    assert positions == sorted(positions), "drift, what-if (stopping on an error), deploy, build, zip deploy, smoke"
+    assert positions == sorted(positions), "drift, what-if (stop on error), deploy, build, zip deploy, smoke, doctor"
+    # The doctor checks the deployment with its own extra and a machine-readable answer; its exit code fails the run.
+    assert "./hastelib[doctor]" in joined
+    assert "--output json" in joined[positions[-1] :]
     assert "--no-pretty-print --output json" in joined, "what-if's JSON carries its status and error"
     assert "--parameters infra/main.bicepparam" in joined
     # The zip `make package` builds, installed by the platform's remote build like every other deploy path.
