@@ -22,9 +22,9 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo.cli.stack import LocalStack
 from hastegeo.runtime import API_STORAGE_BUDGET
 from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, ACCOUNT_NAME
+from hastegeo_dev.stack import LocalStack
 from hastegeo_dev.testing.fault_proxy import FaultPlan, FaultProxy
 
 from . import ground_truth

@@ -27,7 +27,7 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.cli.stack import LocalStack
+from hastegeo_dev.stack import LocalStack
 from hastegeo_dev.testing.fault_proxy import FaultPlan, FaultProxy
 from tests.chaos import ground_truth
 from tests.chaos.checks import check_jobs
