@@ -52,10 +52,10 @@ def test_a_succeeded_job_offers_no_retry(page: Any, api: ApiClient, scene: list[
 
 def test_haste_retry(console_stack: LocalStack, api: ApiClient, capsys: pytest.CaptureFixture[str]) -> None:
     old = failed_job(api)
-    assert main(["--url", console_stack.base_url, "retry", old["id"], "--idempotency-key", "cli-1"]) == 0
+    assert main(["--url", console_stack.base_url, "-o", "table", "retry", old["id"], "--idempotency-key", "cli-1"]) == 0
     printed = capsys.readouterr().out
     new_id = printed.split(":", 1)[0]
     assert printed.strip() == f"{new_id}: queued (retry of {old['id']})"
-    assert main(["--url", console_stack.base_url, "retry", old["id"], "--idempotency-key", "cli-1"]) == 0
+    assert main(["--url", console_stack.base_url, "-o", "table", "retry", old["id"], "--idempotency-key", "cli-1"]) == 0
     assert capsys.readouterr().out.split(":", 1)[0] == new_id  # the same key, the same retry
     assert api.get(old["id"])["retries"] == [new_id]
