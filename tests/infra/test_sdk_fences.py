@@ -71,5 +71,6 @@ def test_a_local_job_process_loads_the_standard_library_and_the_node_only() -> N
     loaded = not_standard_library(modules_loaded_by("import hastegeo.compute.local_node.run"))
     own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.workdir"}
     own |= {"hastegeo.utils", "hastegeo.utils.files", "hastegeo.utils.priority"}
+    own |= {"hastegeo.compute.fairshare"}  # the node's admission order: pure, standard library only (ADR 0023)
     foreign = sorted(name for name in loaded - own if not name.startswith("hastegeo.compute.local_node"))
     assert foreign == []
