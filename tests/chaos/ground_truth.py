@@ -211,37 +211,46 @@ def _events_pending(document: dict[str, Any]) -> bool:
 
 
 def _store(outcome: Outcome, scene: Scene, documents: dict[str, dict[str, Any]]) -> int:
+    """Entries against documents. An entry a failed delete left behind is repaired by the reconciler's
+    next pass (ADR 0011), so the check waits up to ``settle_s`` for what is left to clear."""
     container = scene.blobs.get_container_client(scene.jobs_container)
-    names = {
-        str(blob.name)
-        for prefix in ("index/", "active/", "ended/")
-        for blob in container.list_blobs(name_starts_with=prefix)
-    }
-    problems = []
-    expected: set[str] = set()
-    for job_id, job in documents.items():
-        key, project, state = entry_key(job), job["projectId"], job["state"]
-        state_entry = f"ended/{project}/{state}/{key}" if state in TERMINAL else f"active/{project}/{key}"
-        wanted = {f"index/{project}/{key}", state_entry}
-        expected |= wanted
-        problems += [f"{job_id} ({state}): no entry {name}" for name in sorted(wanted - names)]
-    for name in sorted(names - expected):
-        key = name.rpartition("/")[2]
-        job_id = key.partition("-")[2]
-        if job_id in documents and key != entry_key(documents[job_id]):
-            # A create retried under the same id wrote entries at its own time before it found the document:
-            # an entry too many, at another position, that every reader skips and deletes (ADR 0011).
-            outcome.notes.append(f"entry {name}: at another position than its document (left to readers)")
-            continue
-        if job_id in documents and name.startswith("active/") and _events_pending(documents[job_id]):
-            # An ended job keeps its active entry until its events are out; the reconciler's sweep
-            # publishes them once the job has been still for a minute (ADR 0024).
-            outcome.notes.append(f"entry {name}: {documents[job_id]['state']}, events not yet published")
-            continue
-        what = f"its document says {documents[job_id]['state']}" if job_id in documents else "no document"
-        problems.append(f"entry {name}: {what}")
-    outcome.notes.extend(problems)
-    return len(problems)
+    notes: list[str] = []
+
+    def problems() -> list[str]:
+        notes.clear()
+        names = {
+            str(blob.name)
+            for prefix in ("index/", "active/", "ended/")
+            for blob in container.list_blobs(name_starts_with=prefix)
+        }
+        found = []
+        expected: set[str] = set()
+        for job_id, job in documents.items():
+            key, project, state = entry_key(job), job["projectId"], job["state"]
+            state_entry = f"ended/{project}/{state}/{key}" if state in TERMINAL else f"active/{project}/{key}"
+            wanted = {f"index/{project}/{key}", state_entry}
+            expected |= wanted
+            found += [f"{job_id} ({state}): no entry {name}" for name in sorted(wanted - names)]
+        for name in sorted(names - expected):
+            key = name.rpartition("/")[2]
+            job_id = key.partition("-")[2]
+            if job_id in documents and key != entry_key(documents[job_id]):
+                # A create retried under the same id wrote entries at its own time before it found the
+                # document: an entry too many, at another position, that every reader skips and deletes.
+                notes.append(f"entry {name}: at another position than its document (left to readers)")
+                continue
+            if job_id in documents and name.startswith("active/") and _events_pending(documents[job_id]):
+                # An ended job keeps its active entry until its events are out; the reconciler's sweep
+                # publishes them once the job has been still for a minute (ADR 0024).
+                notes.append(f"entry {name}: {documents[job_id]['state']}, events not yet published")
+                continue
+            what = f"its document says {documents[job_id]['state']}" if job_id in documents else "no document"
+            found.append(f"entry {name}: {what}")
+        return found
+
+    left = _settle(problems, scene.settle_s)
+    outcome.notes.extend(notes + left)
+    return len(left)
 
 
 # -- providers ---------------------------------------------------------------------------------
