@@ -83,7 +83,7 @@ bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs 
 	$(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000} --running $${SCALE_RUNNING:-1000 10000}
 
 chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks, ground truth
-	CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q
+	HASTE_CHAOS_FULL=1 CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q
 
 soak: install ## The stack for SOAK_MINUTES (30) at SOAK_RATE jobs/s with storage faults at random: memory, files, threads, queue depth over time, ground truth at the end (ADR 0027); not part of make test
 	$(PY) -m tests.soak
