@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 
 HASTE = str(Path(sys.executable).parent / "haste")
 SMALL = b"small input\n" * 1000
+LARGE = 32 * 1024 * 1024
 # One submission every five seconds: a second one at once is answered 429 with Retry-After.
 RATE = {"HASTE_SUBMIT_RATE_PER_S": "0.2", "HASTE_SUBMIT_BURST": "1"}
 
@@ -45,6 +47,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     with LocalStack(tmp_path_factory.mktemp("stack"), settings=settings) as running:
         inputs = BlobServiceClient.from_connection_string(running.azurite.connection_string)
         inputs.get_container_client("haste-inputs").upload_blob("p1/small.txt", SMALL)
+        # Random bytes do not compress: zipping them takes long enough for a cancel to catch the job.
+        inputs.get_container_client("haste-inputs").upload_blob("p1/large.bin", random.Random(7).randbytes(LARGE))
         yield running
 
 
@@ -60,9 +64,9 @@ def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
 
 
-def submit(stack: LocalStack, outside: Path, *extra: str) -> str:
+def submit(stack: LocalStack, outside: Path, *extra: str, source: str = "blob:p1/small.txt") -> str:
     result = haste(
-        "submit", "--workload", "artifacts", "--project", "p1", "--input", "blob:p1/small.txt", *extra,
+        "submit", "--workload", "artifacts", "--project", "p1", "--input", source, *extra,
         url=stack.base_url, cwd=outside,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -130,11 +134,12 @@ def test_logs_follow_exits_as_watch(stack: LocalStack, outside: Path) -> None:
     lines = followed.stdout.splitlines()
     assert "queued" in lines[0]
     assert "succeeded" in lines[-1]
-    # A small job can finish before a cancel from a new process arrives: refused (409, "already ended"),
-    # or accepted after the work was done, when it still ends succeeded. Submit again, a bounded number
-    # of times, until one is caught before its end.
+    # A job can finish before a cancel from a new process arrives (a busy machine starts processes
+    # slowly): refused (409, "already ended"), or accepted after the work was done, when it still ends
+    # succeeded. A large input makes that rare; submit again, a bounded number of times, until one is
+    # caught before its end.
     for _ in range(5):
-        cancelled = submit(stack, outside)
+        cancelled = submit(stack, outside, source="blob:p1/large.bin")
         answer = haste("cancel", cancelled, url=stack.base_url, cwd=outside)
         if answer.returncode != ExitCode.OK:
             assert answer.returncode == ExitCode.REFUSED, answer.stderr

@@ -46,14 +46,16 @@ def _random_bytes(size: int) -> bytes:
     return random.Random(7).randbytes(size)
 
 
-def wait_all(client: ApiClient, ids: list[str], timeout: float = 90) -> dict[str, dict[str, object]]:
+def wait_all(
+    client: ApiClient, ids: list[str], timeout: float = 90, local_root: Path | None = None
+) -> dict[str, dict[str, object]]:
     deadline = time.monotonic() + timeout
     finals: dict[str, dict[str, object]] = {}
     while len(finals) < len(ids):
         if time.monotonic() > deadline:
             unfinished = {i: client.get(i) for i in ids if i not in finals}
             lines = {i: (j["state"], [e["message"] for e in j["history"]][-4:]) for i, j in unfinished.items()}
-            raise AssertionError(f"unfinished after {timeout}s: {lines}")
+            raise AssertionError(f"unfinished after {timeout}s: {lines}{_local_files(local_root, list(unfinished))}")
         for job_id in ids:
             if job_id not in finals:
                 job = client.get(job_id)
@@ -61,6 +63,15 @@ def wait_all(client: ApiClient, ids: list[str], timeout: float = 90) -> dict[str
                     finals[job_id] = job
         time.sleep(0.2)
     return finals
+
+
+def _local_files(root: Path | None, ids: list[str]) -> str:
+    """What the local backend's files say of unfinished jobs: the first thing to read when one is stuck."""
+    if root is None:
+        return ""
+    listed = {folder: sorted(p.name for p in (root / folder).iterdir()) for folder in ("queue", "active")}
+    states = {i: sorted(p.name for p in (root / "jobs" / f"haste-{i}" / "state").glob("*")) for i in ids}
+    return f"; local backend: {listed}, job state files: {states}"
 
 
 def test_a_job_travels_the_whole_path(stack: LocalStack) -> None:
@@ -90,7 +101,7 @@ def test_a_killed_host_restarted_mid_job_still_finishes_every_job(stack: LocalSt
     stack.host.kill()  # SIGKILL: in-flight messages are neither finished nor released
     stack.start_host()
     client = ApiClient(stack.base_url)
-    finals = wait_all(client, ids, timeout=120)
+    finals = wait_all(client, ids, timeout=120, local_root=tmp_path / "local")
     outcome = {job_id: (job["state"], job.get("reason")) for job_id, job in finals.items()}
     assert {state for state, _ in outcome.values()} == {"succeeded"}, outcome
     for job_id in ids:

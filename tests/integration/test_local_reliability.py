@@ -466,11 +466,46 @@ def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(own_azurite: Azur
             assert answers == []  # waits for admission instead of declaring the job dead
             (layout.root / "active" / name).write_text(str(stand_in.pid))
         asking.join(10)
-        assert answers == [ComputeState.QUEUED]
+        assert answers == [ComputeState.RUNNING]  # its workload is alive in its slot: running, not dead
         assert not (layout.state(name) / "exit.json").exists()
     finally:
         stand_in.kill()
         stand_in.wait()
+        backend.close()
+
+
+@pytest.mark.parametrize("asked_by", ["status", "a repeated submit"])
+def test_a_staged_job_a_host_stopped_before_queueing_is_queued_again_once(
+    own_azurite: Azurite, tmp_path: Path, asked_by: str
+) -> None:
+    """``state/ready`` is written before the queue entry; a host killed in between left a job nothing started."""
+    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    layout = LocalLayout(tmp_path / "local")
+    job = spec("lost", WRITER)
+    backend.submit(job)
+    name = job.name
+    # Ended, reaped, and its slot given back: nothing of the first run is still at work.
+    wait_for(lambda: (layout.state(name) / "exit.json").exists() and not any((layout.root / "active").iterdir()))
+    # The same job as a host killed between `ready` and the queue entry would have left it.
+    shutil.rmtree(layout.state(name))
+    layout.state(name).mkdir()
+    (layout.state(name) / "ready").touch()
+    handle = ComputeJobHandle(
+        backend="local",
+        provider_ids={"name": name},
+        output=BlobLocation(container="haste-outputs", path="jobs/lost"),
+        submitted_at=datetime.now(UTC),
+    )
+    try:
+        if asked_by == "status":
+            assert backend.status(handle).state in (ComputeState.RUNNING, ComputeState.SUCCEEDED)
+        else:
+            backend.submit(job)
+            backend.submit(job)  # and once more: still queued once
+        assert ended_status(backend, handle) is ComputeState.SUCCEEDED
+        assert len((layout.state(name) / "launches.log").read_text().splitlines()) == 1
+        assert not any((layout.root / "queue").iterdir())
+    finally:
         backend.close()
 
 

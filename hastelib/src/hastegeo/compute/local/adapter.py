@@ -95,14 +95,16 @@ class LocalBackend(ComputeBackend):
                     f"A different local job named {spec.name!r} already exists", backend=self.name
                 )
             if (state / "ready").exists():
-                return handle  # a repeat: bind to the job that exists
-            ended = read_json(state / "exit.json")
-            if ended is not None and ended.get("stage") != STAGING_FAILED:
-                return handle  # cancelled before its inputs were staged: it stays cancelled
-            (state / "exit.json").unlink(missing_ok=True)  # an earlier staging failed: stage again
-            self._prepare(spec)
-            (state / "ready").touch()
-            self._layout.enqueue(spec.name, spec.labels.get("project", ""))
+                # A repeat: bind to the job that exists (queued again if a host stopped before queueing it).
+                self._layout.requeue_lost(spec.name, spec.labels.get("project", ""))
+            else:
+                ended = read_json(state / "exit.json")
+                if ended is not None and ended.get("stage") != STAGING_FAILED:
+                    return handle  # cancelled before its inputs were staged: it stays cancelled
+                (state / "exit.json").unlink(missing_ok=True)  # an earlier staging failed: stage again
+                self._prepare(spec)
+                (state / "ready").touch()
+                self._layout.enqueue(spec.name, spec.labels.get("project", ""))
         self._admit()
         return handle
 
@@ -153,8 +155,13 @@ class LocalBackend(ComputeBackend):
         if ended is None and not (workload and pid_alive(workload)):
             # Admission starts it if a slot is free, or records its end if its workload is gone
             # without a record; under the scheduler's lock, so a job being started waits for it.
+            # A staged job that is neither waiting nor started lost its place when a host stopped
+            # between staging and queueing it: queued again first (under the job's submit lock).
+            with file_lock(self._layout.job_dir(name) / "submit.lock"):
+                self._layout.requeue_lost(name, self._layout.project_of(name))
             self._admit()
             ended = read_json(state / "exit.json")
+            workload = self._layout.active_pid(name)
         if ended is not None:
             return self._ended_status(name, ended)
         if self._layout.is_waiting(name):
@@ -167,7 +174,10 @@ class LocalBackend(ComputeBackend):
             busy = "the 1 local slot is busy" if self._slots == 1 else f"all {self._slots} local slots are busy"
             wait = CapacityWait(reason=busy)
             return ComputeStatus(state=ComputeState.QUEUED, detail="waiting for a free local slot", capacity=wait)
-        return ComputeStatus(state=ComputeState.RUNNING if (state / "running.json").exists() else ComputeState.QUEUED)
+        # A live workload in its slot is running, even if the host that started it stopped before it
+        # wrote running.json (otherwise a running job would look queued, and could be moved on).
+        started = (state / "running.json").exists() or (workload is not None and pid_alive(workload))
+        return ComputeStatus(state=ComputeState.RUNNING if started else ComputeState.QUEUED)
 
     def collect_outputs(self, handle: ComputeJobHandle) -> None:
         """Upload ``outputs/**`` and ``logs/**`` of an ended job once; a crash midway simply uploads again.

@@ -65,6 +65,21 @@ class LocalLayout:
         (self.state(name) / "project").write_text(project, encoding="utf-8")
         (self.root / "queue" / f"{time.time_ns():020d}-{name}").write_text(project, encoding="utf-8")
 
+    def requeue_lost(self, name: str, project: str) -> bool:
+        """Queue again a staged job that is neither waiting, started nor ended. True if it was lost.
+
+        ``state/ready`` is written before the queue entry: a host stopped between the two leaves a
+        job nothing would ever start. The caller holds the job's submit lock, so no submit of the
+        same job queues it at the same time; the scheduler's lock keeps admission out meanwhile.
+        """
+        with self.scheduler_lock():
+            if self.is_waiting(name) or (self.root / "active" / name).exists():
+                return False
+            if (self.state(name) / "exit.json").exists() or not (self.state(name) / "ready").exists():
+                return False
+            self.enqueue(name, project)
+            return True
+
     def project_of(self, name: str) -> str:
         try:
             return (self.state(name) / "project").read_text(encoding="utf-8")
