@@ -22,6 +22,7 @@ from azure.core.credentials import AccessToken
 
 from hastegeo.cli import main as cli
 from hastegeo.cli.client import ApiClient, ApiError, CredentialToken
+from hastegeo.cli.exits import ExitCode
 
 TOKEN_LIFETIME_S = 2
 JOB_RUNS_S = 4.5
@@ -158,3 +159,31 @@ def test_credential_token_refreshes_before_expiry_on_its_clock() -> None:
     now[0] += 2
     assert token() == "t2"
     assert issued == ["api://x/.default", "api://x/.default"]
+
+
+def test_without_any_sign_in_a_script_fails_at_once_with_what_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No environment credential, no az, no azd, no terminal: refused now, never a device code prompt."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither az nor azd can be found
+    for name in ("AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("HASTE_API_TOKEN", raising=False)
+    monkeypatch.delenv("HASTE_FUNCTION_KEY", raising=False)
+    credential = cli.sign_in_credential()  # pytest's stdin is not a terminal
+    assert "DeviceCodeCredential" not in {type(c).__name__ for c in credential.credentials}  # type: ignore[attr-defined]
+    code = cli.main(["--url", "http://127.0.0.1:9", "--scope", "api://client-1/.default", "get", "job-1"])
+    assert code == ExitCode.REFUSED
+    err = capsys.readouterr().err
+    assert "could not sign in" in err
+    assert "az login" in err
+
+
+def test_a_person_at_a_terminal_may_still_sign_in_with_a_device_code() -> None:
+    names = [type(c).__name__ for c in cli.sign_in_credential(interactive=True).credentials]  # type: ignore[attr-defined]
+    assert names == [
+        "EnvironmentCredential",
+        "AzureCliCredential",
+        "AzureDeveloperCliCredential",
+        "DeviceCodeCredential",
+    ]
