@@ -277,10 +277,6 @@ class ProviderCalls:
 
     policy: RetryPolicy
 
-    @property
-    def backend(self) -> str | None:
-        return self.policy.classifier.backend
-
     def call(self, fn: Callable[[], T], *, what: str, hint: str = "", retry_on: Collection[ErrorKind] = RETRYABLE) -> T:
         """``fn()``, retried within the budget.
 
@@ -288,10 +284,10 @@ class ProviderCalls:
             TransientBackendError: the provider stayed busy or unreachable for the whole budget.
             TerminalBackendError: retrying cannot help. Both are chained to the provider's exception.
         """
-        outcome = self.attempt(fn, what=what, hint=hint, retry_on=retry_on)
-        if isinstance(outcome, Failed):
-            raise outcome.error
-        return outcome
+        try:
+            return self.policy.call(fn, what=what, retry_on=retry_on)
+        except AzureError as exc:
+            raise self.policy.classifier.translate(exc, what, hint) from exc
 
     def call_unless(
         self,
@@ -304,12 +300,10 @@ class ProviderCalls:
     ) -> T | None:
         """:meth:`call`, or None when ``fn`` fails with an error of a kind in ``answers`` (see
         :meth:`RetryPolicy.call_unless`: "not found" on a GET, "finished" on a cancel)."""
-        outcome = self.attempt(fn, what=what, hint=hint, retry_on=retry_on)
-        if not isinstance(outcome, Failed):
-            return outcome
-        if outcome.kind in answers:
-            return None
-        raise outcome.error
+        try:
+            return self.policy.call_unless(answers, fn, what=what, retry_on=retry_on)
+        except AzureError as exc:
+            raise self.policy.classifier.translate(exc, what, hint) from exc
 
     def attempt(
         self, fn: Callable[[], T], *, what: str, hint: str = "", retry_on: Collection[ErrorKind] = RETRYABLE
