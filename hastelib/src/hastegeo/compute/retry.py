@@ -12,11 +12,11 @@ we repeat is idempotent (PUT by name, GET, cancel).
 built with ``retry_total=0`` and the queue redelivers whole steps. One budget
 per call (attempts, doubling waits up to a cap, ``Retry-After`` honoured), one
 injected sleeper (tests never sleep), and when the budget is spent the
-*original* exception is re-raised so the adapter's edge can still classify
-and describe it before translating it into the project's own tree.
+*original* exception is re-raised, not tenacity's wrapper, so it can still be
+classified and described before it is translated into the project's own tree.
 
-:class:`ProviderCalls` is that edge, and the one way an adapter calls its
-provider: the policy's loop, then a failure translated with the provider's
+:class:`ProviderCalls` is where that happens, and the one way an adapter calls
+its provider: the policy's loop, then a failure translated with the provider's
 table (:meth:`Classifier.translate`, chained to the original) or handed back
 as data (:class:`Failed`) where the adapter decides something from it (a node
 that is gone, a job that exists already, a best-effort delete). Adapters
@@ -111,7 +111,7 @@ Wording = Callable[[ErrorKind, str, str, str], str]
 
 
 def plain_wording(kind: ErrorKind, what: str, reason: str, hint: str) -> str:
-    """``<what>: <Code: message>``, the default; ``hint`` is added only when there is one."""
+    """``<what>: <Code: message>``, the default; a terminal one adds ``(check <hint>)`` when there is a hint."""
     return f"{what}: {reason}" + (f" (check {hint})" if hint and kind not in RETRYABLE else "")
 
 
