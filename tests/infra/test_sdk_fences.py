@@ -7,6 +7,7 @@ SDK only. ``make lint`` runs the same ``ruff check``, so crossing a fence fails 
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,40 @@ def test_a_local_job_process_loads_the_standard_library_and_the_node_only() -> N
     own |= {"hastegeo.compute.fairshare"}  # the node's admission order: pure, standard library only (ADR 0023)
     foreign = sorted(name for name in loaded - own if not name.startswith("hastegeo.compute.local_node"))
     assert foreign == []
+
+
+# Modules that may catch an Azure SDK error themselves, and why (see docs/adr/0028-one-provider-call.md).
+CATCHES_AZURE_ERRORS = {
+    f"{COMPUTE}/retry.py": "the one retried, translated provider call",
+    f"{COMPUTE}/local/adapter.py": "its own storage I/O, retried by the storage client (ADR 0028)",
+}
+
+
+def azure_errors_caught(path: Path) -> list[str]:
+    """``except`` clauses in ``path`` that name an exception imported from ``azure.core.exceptions``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "azure.core.exceptions"
+        for alias in node.names
+    }
+    caught = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+            names |= {n.attr for n in ast.walk(node.type) if isinstance(n, ast.Attribute)}
+            caught += [f"{path.relative_to(REPO)}:{node.lineno} {name}" for name in sorted(names & imported)]
+    return caught
+
+
+def test_adapters_catch_no_azure_error_of_their_own() -> None:
+    """Provider errors are retried and translated by compute/retry.py's one call, or handed back as data."""
+    found = [
+        hit
+        for path in sorted((REPO / COMPUTE).rglob("*.py"))
+        if str(path.relative_to(REPO)) not in CATCHES_AZURE_ERRORS
+        for hit in azure_errors_caught(path)
+    ]
+    assert found == []
+    assert azure_errors_caught(REPO / COMPUTE / "local" / "adapter.py"), "local catches none now: drop its entry"

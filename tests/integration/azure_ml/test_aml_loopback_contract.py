@@ -34,10 +34,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from hastegeo.compute.azure_ml.adapter import create
+from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
 from hastegeo.compute.azure_ml.client import create_ml_client
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeState
+from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from hastegeo_dev.devhost.azurite import Azurite
 from tests.unit.azure_ml.aml_support import context_settings, make_spec
 
@@ -88,7 +89,9 @@ class FakeArm:
     def handle(self, method: str, path: str, body: Any) -> tuple[int, dict[str, Any]]:
         self.requests.append((method, path, body))
         if self.fail_next:
-            return self.fail_next.pop(0), {"error": {"code": "ServiceUnavailable", "message": "try later"}}
+            status = self.fail_next.pop(0)
+            code = {401: "InvalidAuthenticationToken", 403: "AuthorizationFailed"}.get(status, "ServiceUnavailable")
+            return status, {"error": {"code": code, "message": "try later" if status >= 500 else "not allowed"}}
         resource = path.split("?", 1)[0]
         if method == "PUT":
             stored = {**copy.deepcopy(body), "id": resource, "name": resource.rsplit("/", 1)[-1]}
@@ -147,12 +150,16 @@ class StaticToken:
         return AccessToken("loopback-token", 2**31)
 
 
-def test_real_ml_client_submits_the_pinned_job_body(
-    arm: tuple[FakeArm, Path], azurite: Azurite, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    assert importlib.metadata.version("azure-ai-ml") == SDK_VERSION, (
-        "azure-ai-ml changed: re-check the job PUT body below against the new SDK, then update SDK_VERSION"
-    )
+def real_client_backend(
+    arm: tuple[FakeArm, Path],
+    azurite: Azurite,
+    unique: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    sleeps: list[float],
+    **aml: str,
+) -> tuple[AzureMLBackend, str]:
+    """The backend on the real ``MLClient`` pointed at the loopback ARM; and the output container."""
     service, cert = arm
     monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)  # MLClient sets it; restore afterwards
     monkeypatch.chdir(tmp_path)  # not a git checkout: the SDK adds git properties to jobs submitted from one
@@ -163,9 +170,8 @@ def test_real_ml_client_submits_the_pinned_job_body(
     blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
     container = f"out-{unique}"
     blobs.create_container(container)
-    sleeps: list[float] = []
     context = BackendContext(
-        settings=context_settings(azurite.connection_string, AML_DATASTORES=f"{container}=haste_outputs"),
+        settings=context_settings(azurite.connection_string, AML_DATASTORES=f"{container}=haste_outputs", **aml),
         blob_service=blobs,
         sleep=sleeps.append,
     )
@@ -175,6 +181,18 @@ def test_real_ml_client_submits_the_pinned_job_body(
             settings, credential=StaticToken(), cloud=cloud, cloud_metadata=metadata, connection_verify=str(cert)
         ),
     )
+    return backend, container
+
+
+def test_real_ml_client_submits_the_pinned_job_body(
+    arm: tuple[FakeArm, Path], azurite: Azurite, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert importlib.metadata.version("azure-ai-ml") == SDK_VERSION, (
+        "azure-ai-ml changed: re-check the job PUT body below against the new SDK, then update SDK_VERSION"
+    )
+    service, _ = arm
+    sleeps: list[float] = []
+    backend, container = real_client_backend(arm, azurite, unique, tmp_path, monkeypatch, sleeps)
     spec = make_spec(output=BlobLocation(container=container, path="p1/job-0001"))
     service.fail_next = [503]  # the SDK must not retry by itself (retry_total=0): the adapter's budget does
     handle = backend.submit(spec)
@@ -278,3 +296,29 @@ def test_real_ml_client_submits_the_pinned_job_body(
     assert failed.state is ComputeState.FAILED
     assert failed.reason
     assert backend.list_active() == []  # ended: nothing left for the reconciler to stop
+
+
+def test_real_ml_client_errors_are_retried_or_translated_by_the_one_call(
+    arm: tuple[FakeArm, Path], azurite: Azurite, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 503 that outlasts the budget is transient; a 403 is terminal at once and names the setting to fix."""
+    service, _ = arm
+    sleeps: list[float] = []
+    attempts = 2
+    backend, container = real_client_backend(
+        arm, azurite, unique, tmp_path, monkeypatch, sleeps, AML_RETRY_ATTEMPTS=str(attempts)
+    )
+    spec = make_spec(output=BlobLocation(container=container, path="p1/job-0001"))
+    service.fail_next = [503] * attempts
+    with pytest.raises(TransientBackendError, match="temporarily unavailable") as busy:
+        backend.submit(spec)
+    assert type(busy.value.__cause__).__name__ == "HttpResponseError"
+    assert (len(service.requests), len(sleeps)) == (attempts, attempts - 1)  # one budget; the SDK adds none
+    service.requests.clear()
+    sleeps.clear()
+    service.fail_next = [403]
+    with pytest.raises(TerminalBackendError, match="AML_IDENTITY_MODE") as refused:
+        backend.submit(spec)
+    assert "AuthorizationFailed: not allowed" in str(refused.value)
+    assert (len(service.requests), sleeps) == (1, [])
+    assert backend.submit(spec).provider_ids["job_name"] == "haste-job-0001"  # the service answers again

@@ -12,8 +12,8 @@ from azure.ai.ml.exceptions import (  # noqa: TID251
 )
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
-from hastegeo.compute.azure_ml.errors import Retry, classify, translate
-from hastegeo.compute.retry import ErrorKind
+from hastegeo.compute.azure_ml.errors import AML_ERRORS, aml_calls
+from hastegeo.compute.retry import ErrorKind, Failed
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from hastegeo_dev.testing.aml_standin import http_error, label_not_found
 
@@ -59,18 +59,18 @@ def _asset_error_caused_by(cause: BaseException) -> AssetException:
     ],
 )
 def test_classify(exc: BaseException, kind: ErrorKind) -> None:
-    assert classify(exc) is kind
+    assert AML_ERRORS.kind(exc) is kind
 
 
 def test_translate_names_the_setting_and_strips_diagnostics() -> None:
-    error = translate(
-        http_error(400, "UserError", "Compute x not found\nRequestId:abc Time:now"), action="submit", hint="AML_COMPUTE"
+    error = AML_ERRORS.translate(
+        http_error(400, "UserError", "Compute x not found\nRequestId:abc Time:now"), what="submit", hint="AML_COMPUTE"
     )
     assert isinstance(error, TerminalBackendError)
     assert "check AML_COMPUTE" in str(error)
     assert "RequestId" not in str(error)
-    assert isinstance(translate(http_error(503), action="get", hint="x"), TransientBackendError)
-    assert "AML_IDENTITY_MODE" in str(translate(http_error(401), action="get", hint="x"))
+    assert isinstance(AML_ERRORS.translate(http_error(503), what="get", hint="x"), TransientBackendError)
+    assert "AML_IDENTITY_MODE" in str(AML_ERRORS.translate(http_error(401), what="get", hint="x"))
 
 
 def test_retry_spends_one_budget_and_chains_the_last_error() -> None:
@@ -81,22 +81,21 @@ def test_retry_spends_one_budget_and_chains_the_last_error() -> None:
         raise errors.pop(0)
 
     with pytest.raises(TransientBackendError) as caught:
-        Retry(attempts=3, delay_s=1.0, sleep=sleeps.append).run(call, action="get job", hint="x")
+        aml_calls(attempts=3, delay_s=1.0, sleep=sleeps.append).call(call, what="get job", hint="x")
     assert sleeps == [1.0, 2.0]
     assert "2" in str(caught.value.__cause__)
 
 
-def test_retry_does_not_retry_terminal_and_passes_through_on_request() -> None:
+def test_retry_does_not_retry_terminal_and_hands_the_error_back_as_data_on_request() -> None:
     sleeps: list[float] = []
     with pytest.raises(TerminalBackendError):
-        Retry(attempts=3, delay_s=1, sleep=sleeps.append).run(
-            lambda: (_ for _ in ()).throw(http_error(403)), action="a", hint="h"
+        aml_calls(attempts=3, delay_s=1, sleep=sleeps.append).call(
+            lambda: (_ for _ in ()).throw(http_error(403)), what="a", hint="h"
         )
-    with pytest.raises(type(http_error(404))):
-        Retry(attempts=3, delay_s=1, sleep=sleeps.append).run(
-            lambda: (_ for _ in ()).throw(http_error(404)),
-            action="a",
-            hint="h",
-            passthrough=frozenset({ErrorKind.NOT_FOUND}),
-        )
+    missing = http_error(404)
+    got = aml_calls(attempts=3, delay_s=1, sleep=sleeps.append).attempt(
+        lambda: (_ for _ in ()).throw(missing), what="a", hint="h"
+    )
+    assert isinstance(got, Failed)
+    assert (got.kind, got.cause) == (ErrorKind.NOT_FOUND, missing)
     assert sleeps == []

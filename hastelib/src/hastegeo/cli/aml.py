@@ -77,11 +77,11 @@ def run_create_environment(
         print("error: AML_MODE is Disabled: set AML_MODE=Existing (or Create) and the workspace coordinates", file=out)
         return 2
     from hastegeo.compute.azure_ml.environments import register
-    from hastegeo.compute.azure_ml.errors import Retry
+    from hastegeo.compute.azure_ml.errors import aml_calls
 
     try:
         client = _client_factory(client_factory)(settings)
-        outcome = register(client, settings, Retry(settings.retry_attempts, settings.retry_delay_s))
+        outcome = register(client, settings, aml_calls(settings.retry_attempts, settings.retry_delay_s))
     except HasteError as exc:
         print(f"error: {describe_exception(exc)}", file=out)
         return 1

@@ -1,4 +1,4 @@
-"""What a provider error means, and the one retry loop every provider call goes through. Pure: no network.
+"""What a provider error means, and the one retried, translated call every adapter makes. Pure: no network.
 
 Errors are classified by the service's error *code* first (``exc.error.code``,
 or the JSON body of a streamed download whose ``exc.error`` is ``None``) — each
@@ -12,8 +12,15 @@ we repeat is idempotent (PUT by name, GET, cancel).
 built with ``retry_total=0`` and the queue redelivers whole steps. One budget
 per call (attempts, doubling waits up to a cap, ``Retry-After`` honoured), one
 injected sleeper (tests never sleep), and when the budget is spent the
-*original* exception is re-raised so the adapter's edge can still classify
-and describe it before translating it into the project's own tree.
+*original* exception is re-raised, not tenacity's wrapper, so it can still be
+classified and described before it is translated into the project's own tree.
+
+:class:`ProviderCalls` is where that happens, and the one way an adapter calls
+its provider: the policy's loop, then a failure translated with the provider's
+table (:meth:`Classifier.translate`, chained to the original) or handed back
+as data (:class:`Failed`) where the adapter decides something from it (a node
+that is gone, a job that exists already, a best-effort delete). Adapters
+therefore hold no ``except AzureError`` of their own (ADR 0028).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from azure.core.exceptions import (
+    AzureError,
     ClientAuthenticationError,
     HttpResponseError,
     ServiceRequestError,
@@ -33,7 +41,13 @@ from azure.core.exceptions import (
 )
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from hastegeo.utils.errors import BackendError, TerminalBackendError, TransientBackendError
+from hastegeo.utils.errors import (
+    BackendError,
+    TerminalBackendError,
+    TransientBackendError,
+    describe_error,
+    describe_exception,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -83,21 +97,47 @@ def error_facts(exc: BaseException) -> ErrorFacts:
     return ErrorFacts(code or None, exc.status_code, _retry_after(response), message)
 
 
+def describe_provider_error(exc: BaseException) -> str:
+    """``Code: message`` without the RequestId trailer, also for streamed errors (their code is in the body)."""
+    facts = error_facts(exc)
+    if facts.code and facts.body_message and getattr(exc, "error", None) is None:
+        return describe_error(facts.code, facts.body_message)
+    text = describe_exception(exc)
+    return text if not facts.code or text.startswith(facts.code) else f"{facts.code}: {text}"
+
+
+# How a provider words a failure: (kind, what we were doing, the readable error, the settings to check) -> message.
+Wording = Callable[[ErrorKind, str, str, str], str]
+
+
+def plain_wording(kind: ErrorKind, what: str, reason: str, hint: str) -> str:
+    """``<what>: <Code: message>``, the default; a terminal one adds ``(check <hint>)`` when there is a hint."""
+    return f"{what}: {reason}" + (f" (check {hint})" if hint and kind not in RETRYABLE else "")
+
+
 @dataclass(frozen=True)
 class Classifier:
-    """One provider's reading of its errors.
+    """One provider's reading of its errors, and the words its translated errors carry.
 
     ``codes`` and ``prefixes`` map service codes to kinds. With
     ``codes_decide`` a coded error the table does not know is terminal unless
     its status is transient (Batch: its codes are the contract); otherwise the
     status decides (404 not found, 409 exists, 401/403 auth). ``special`` sees
     exceptions that carry no code at all (a client-side SDK validation error).
+    ``backend`` names the backend its project errors carry, ``wording`` phrases them.
     """
 
     codes: Mapping[str, ErrorKind] = field(default_factory=dict)
     prefixes: Mapping[str, ErrorKind] = field(default_factory=dict)
     codes_decide: bool = False
     special: Callable[[BaseException], ErrorKind | None] | None = None
+    backend: str | None = None
+    wording: Wording = plain_wording
+
+    def translate(self, exc: BaseException, what: str, hint: str = "") -> BackendError:
+        """The project's error for ``exc`` (not yet chained: raise it ``from exc``)."""
+        kind = self.kind(exc)
+        return backend_error(kind, self.wording(kind, what, describe_provider_error(exc), hint), backend=self.backend)
 
     def kind(self, exc: BaseException) -> ErrorKind:
         """What retrying ``exc`` could achieve. Never raises."""
@@ -211,7 +251,84 @@ class RetryPolicy:
             raise
 
 
-def backend_error(kind: ErrorKind, message: str, *, backend: str) -> BackendError:
+@dataclass(frozen=True)
+class Failed:
+    """A provider call that failed for good, as data: what it means, in words, and the project's error for it."""
+
+    kind: ErrorKind
+    code: str | None
+    reason: str  # ``Code: message``, readable
+    error: BackendError  # translated; its ``__cause__`` is the provider's exception
+    retried: tuple[str, ...] = ()  # the readable reasons of the attempts retried before it, oldest first
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The provider's own exception, to chain a project error of the adapter's making to."""
+        return self.error.__cause__
+
+
+@dataclass(frozen=True)
+class ProviderCalls:
+    """The one way an adapter calls its provider: retried by ``policy``, failures in the project's tree.
+
+    ``what`` says what we were doing (it starts the message and names the call
+    in the retry log); ``hint`` names the settings that decide the outcome.
+    """
+
+    policy: RetryPolicy
+
+    def call(self, fn: Callable[[], T], *, what: str, hint: str = "", retry_on: Collection[ErrorKind] = RETRYABLE) -> T:
+        """``fn()``, retried within the budget.
+
+        Raises:
+            TransientBackendError: the provider stayed busy or unreachable for the whole budget.
+            TerminalBackendError: retrying cannot help. Both are chained to the provider's exception.
+        """
+        try:
+            return self.policy.call(fn, what=what, retry_on=retry_on)
+        except AzureError as exc:
+            raise self.policy.classifier.translate(exc, what, hint) from exc
+
+    def call_unless(
+        self,
+        answers: Collection[ErrorKind],
+        fn: Callable[[], T],
+        *,
+        what: str,
+        hint: str = "",
+        retry_on: Collection[ErrorKind] = RETRYABLE,
+    ) -> T | None:
+        """:meth:`call`, or None when ``fn`` fails with an error of a kind in ``answers`` (see
+        :meth:`RetryPolicy.call_unless`: "not found" on a GET, "finished" on a cancel)."""
+        try:
+            return self.policy.call_unless(answers, fn, what=what, retry_on=retry_on)
+        except AzureError as exc:
+            raise self.policy.classifier.translate(exc, what, hint) from exc
+
+    def attempt(
+        self, fn: Callable[[], T], *, what: str, hint: str = "", retry_on: Collection[ErrorKind] = RETRYABLE
+    ) -> T | Failed:
+        """``fn()``'s value, or how it failed once the budget was spent, as :class:`Failed`.
+
+        Never raises for a provider error (any ``AzureError``, the cause-chained client-side ones
+        included); anything else is a bug in ``fn`` and propagates unchanged.
+        """
+        retried: list[BaseException] = []
+        try:
+            return self.policy.call(fn, what=what, retry_on=retry_on, on_retry=retried.append)
+        except AzureError as exc:
+            error = self.policy.classifier.translate(exc, what, hint)
+            error.__cause__ = exc
+            return Failed(
+                kind=self.policy.kind(exc),
+                code=error_facts(exc).code,
+                reason=describe_provider_error(exc),
+                error=error,
+                retried=tuple(describe_provider_error(earlier) for earlier in retried),
+            )
+
+
+def backend_error(kind: ErrorKind, message: str, *, backend: str | None) -> BackendError:
     """The project's error for a provider error of ``kind``: transient when a later step could succeed."""
     cls = TransientBackendError if kind in RETRYABLE else TerminalBackendError
     return cls(message, backend=backend)

@@ -10,17 +10,17 @@ from collections.abc import Callable
 from functools import partial
 
 from hastegeo.compute.azure_ml.client import MLClientLike
-from hastegeo.compute.azure_ml.errors import Retry, is_not_found
+from hastegeo.compute.azure_ml.errors import aml_calls
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
+from hastegeo.compute.retry import ErrorKind, Failed
 from hastegeo.doctor.facts import Lookup
-from hastegeo.utils.errors import HasteError
 
 HINTS = {"workspace": "AML_WORKSPACE", "compute": "AML_COMPUTE", "datastore": "AML_DATASTORES"}
 
 
 def lookups(settings: AmlSettings, client: MLClientLike, containers: tuple[str, str]) -> list[Lookup]:
     """Workspace, each compute target, the datastore of each container jobs mount, the registered Environment."""
-    retry = Retry(settings.retry_attempts, settings.retry_delay_s)
+    calls = aml_calls(settings.retry_attempts, settings.retry_delay_s)
     name, version, label = parse_environment_reference(settings.environment)
     wanted: list[tuple[str, str, Callable[[], object]]] = [
         ("workspace", settings.workspace, lambda: client.workspaces.get(settings.workspace)),
@@ -43,12 +43,9 @@ def lookups(settings: AmlSettings, client: MLClientLike, containers: tuple[str, 
         )
     found = []
     for kind, target, lookup in wanted:
-        try:
-            retry.run(lookup, action=f"get {kind} {target}", hint=HINTS.get(kind, "AML_ENVIRONMENT"))
-        except HasteError as exc:
-            cause = exc.__cause__
-            missing = cause is not None and is_not_found(cause)
-            found.append(Lookup(kind, target, False, None if missing else str(exc)))
+        got = calls.attempt(lookup, what=f"get {kind} {target}", hint=HINTS.get(kind, "AML_ENVIRONMENT"))
+        if isinstance(got, Failed):
+            found.append(Lookup(kind, target, False, None if got.kind is ErrorKind.NOT_FOUND else str(got.error)))
         else:
             found.append(Lookup(kind, target, True))
     return found

@@ -1,25 +1,27 @@
 """The Azure Batch backend: one Batch job with one task per submission, outputs carried by blob.
 
-Every SDK call goes through the one retry policy (:mod:`hastegeo.compute.retry`,
-the only retry owner: the client is built with ``retry_total=0``), and Azure
-exceptions are translated into the project's error tree only here, at the edge,
-with the original chained. Node reads are a best-effort first try: the task's
-state lives in the service and survives node loss, its files do not; a read
-that finds the node gone says so in its :class:`OutputRead`, and cleanup is
-told, so the decision travels with the data on whichever worker runs it.
+Every SDK call goes through the one retried, translated call
+(:class:`hastegeo.compute.retry.ProviderCalls`, the only retry owner: the client
+is built with ``retry_total=0``): Azure exceptions leave it in the project's
+error tree with the original chained, or come back as data (:class:`Failed`)
+where this adapter decides something from them; none is caught here.
+
+Node reads are a best-effort first try: the task's state lives in the service
+and survives node loss, its files do not; a read that finds the node gone says
+so in its :class:`OutputRead`, and cleanup is told, so the decision travels
+with the data on whichever worker runs it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from azure.batch import BatchClient
 from azure.batch.models._models import BatchJobTerminateOptions
-from azure.core.exceptions import AzureError
 
 from hastegeo.compute.azure_batch import taskspec
 from hastegeo.compute.azure_batch.capacity import pool_missing, pool_view, pool_wait
@@ -38,23 +40,22 @@ from hastegeo.compute.contract import (
     OutputRead,
 )
 from hastegeo.compute.identity import azure_credential
-from hastegeo.compute.retry import RETRYABLE, ErrorKind, RetryBudget, RetryPolicy, backend_error, error_facts
+from hastegeo.compute.retry import ErrorKind, Failed, ProviderCalls, RetryBudget, RetryPolicy
 from hastegeo.compute.tail import TAIL_BYTES
 from hastegeo.utils.errors import (
     BackendError,
     ConfigurationError,
     TerminalBackendError,
     TransientBackendError,
-    describe_error,
     describe_exception,
 )
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 CLEANUP_REASON = "HasteCleanup"
 _UNAVAILABLE = frozenset({ErrorKind.NODE_GONE, ErrorKind.NODE_TRANSITION, ErrorKind.NOT_FOUND})
 _FINISHED = frozenset({ErrorKind.FINISHED})
+_BOUND = frozenset({ErrorKind.EXISTS, ErrorKind.FINISHED})  # a create that met what a previous attempt made
 _ENDED = frozenset({ErrorKind.FINISHED, ErrorKind.NOT_FOUND})  # nothing left to cancel or terminate
 
 
@@ -79,7 +80,7 @@ class BatchBackend(ComputeBackend):
         self._blob_account_url = blob_account_url.rstrip("/")
         self._clock = clock
         budget = RetryBudget(settings.retry_attempts, settings.retry_backoff_s, settings.retry_max_wait_s)
-        self._retry = RetryPolicy(budget, BATCH_ERRORS, sleep)
+        self._calls = ProviderCalls(RetryPolicy(budget, BATCH_ERRORS, sleep))
 
     # -- ComputeBackend --------------------------------------------------------------
 
@@ -108,12 +109,13 @@ class BatchBackend(ComputeBackend):
             retention_s=self._settings.retention_s,
         )
         task = taskspec.task_options(spec, task_id, placement, digest)  # a bad spec fails before any call
-        try:
-            self._create_job(taskspec.job_options(spec, job_id, pool_id, digest), spec)
-            self._create_task(job_id, task, spec)
-            self._finish_submission(job_id)
-        except AzureError as exc:
-            raise self._translate(exc, f"submitting Batch job {job_id}") from exc
+        what = f"submitting Batch job {job_id}"
+        self._create_job(taskspec.job_options(spec, job_id, pool_id, digest), spec, what)
+        self._create_task(job_id, task, spec, what)
+        # Let the job end with its task (FINISHED: it already completed, nothing left to switch).
+        self._calls.call_unless(
+            _FINISHED, lambda: self._client.update_job(job_id, taskspec.terminate_when_done()), what=what
+        )
         return ComputeJobHandle(
             backend=self.name,
             provider_ids={"job_id": job_id, "task_id": task_id, "pool_id": pool_id},
@@ -124,11 +126,9 @@ class BatchBackend(ComputeBackend):
     def status(self, handle: ComputeJobHandle) -> ComputeStatus:
         """The task's state from the service (which survives node loss); a failure carries exit code and stderr."""
         job_id, task_id = self._ids(handle)
-        try:
-            view = task_view(self._call("get task", lambda: self._client.get_task(job_id, task_id)))
-            cancelled = view.failed and self._terminated_by_cancel(job_id)
-        except AzureError as exc:
-            raise self._translate(exc, f"reading Batch task {task_id}") from exc
+        what = f"reading Batch task {task_id}"
+        view = task_view(self._calls.call(lambda: self._client.get_task(job_id, task_id), what=what))
+        cancelled = view.failed and self._terminated_by_cancel(job_id, what)
         tail = self._stderr_tail(handle) if view.failed and not cancelled else None
         capacity = self._pool_wait(handle) if view.state == "active" else None
         return to_status(view, stderr_tail=tail, cancelled=cancelled, capacity=capacity)
@@ -141,26 +141,22 @@ class BatchBackend(ComputeBackend):
         def download() -> bytes:
             return b"".join(self._client.download_task_file(job_id, task_id, node_path))
 
-        retried: list[BaseException] = []
-        try:
-            return OutputRead(data=self._retry.call(download, what=f"read {node_path}", on_retry=retried.append))
-        except AzureError as exc:
-            kind = self._retry.kind(exc)
-            if kind not in _UNAVAILABLE:
-                raise self._translate(exc, f"reading {path} of Batch task {task_id}") from exc
-            # Keep the first cause too: "NodeNotReady: …" explains a later "NodeNotFound: …".
-            causes = dict.fromkeys(self._describe(error).rstrip(".") for error in [*retried[:1], exc])
-            reason = "; then ".join(causes)
-            log.warning("Batch job %s: %s not readable from the node (%s)", job_id, path, reason)
-            return OutputRead(data=None, unavailable_reason=None if kind is ErrorKind.NOT_FOUND else reason)
+        read = self._calls.attempt(download, what=f"reading {path} of Batch task {task_id}")
+        if not isinstance(read, Failed):
+            return OutputRead(data=read)
+        if read.kind not in _UNAVAILABLE:
+            raise read.error
+        # Keep the first cause too: "NodeNotReady: …" explains a later "NodeNotFound: …".
+        reason = "; then ".join(dict.fromkeys(cause.rstrip(".") for cause in (*read.retried[:1], read.reason)))
+        log.warning("Batch job %s: %s not readable from the node (%s)", job_id, path, reason)
+        return OutputRead(data=None, unavailable_reason=None if read.kind is ErrorKind.NOT_FOUND else reason)
 
     def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
         """(our job id, handle) of every active Batch job this pipeline created, for the reconciler."""
         active: list[tuple[str, ComputeJobHandle]] = []
-        try:
-            jobs = self._call("list jobs", lambda: list(self._client.list_jobs(filter="state eq 'active'")))
-        except AzureError as exc:
-            raise self._translate(exc, "listing Batch jobs") from exc
+        jobs = self._calls.call(
+            lambda: list(self._client.list_jobs(filter="state eq 'active'")), what="listing Batch jobs"
+        )
         for job in jobs:
             metadata = {item.name: item.value for item in job.metadata or []}
             ours = metadata.get(JOB_ID_METADATA)
@@ -178,10 +174,9 @@ class BatchBackend(ComputeBackend):
         """Terminate the job (recording our reason first), then the task; finished ones are not an error."""
         job_id, task_id = self._ids(handle)
         self._terminate_job(job_id, CANCEL_REASON)
-        try:
-            self._retry.call_unless(_ENDED, lambda: self._client.terminate_task(job_id, task_id), what="terminate task")
-        except AzureError as exc:
-            raise self._translate(exc, f"terminating Batch task {task_id}") from exc
+        self._calls.call_unless(
+            _ENDED, lambda: self._client.terminate_task(job_id, task_id), what=f"terminating Batch task {task_id}"
+        )
 
     def cleanup(self, handle: ComputeJobHandle, unavailable_reason: str | None = None) -> None:
         """Delete the working directory (skipped when a read found the node gone), then always terminate THIS job.
@@ -190,14 +185,13 @@ class BatchBackend(ComputeBackend):
         """
         job_id, task_id = self._ids(handle)
         if unavailable_reason is None:
-            try:
-                self._call(
-                    "delete working directory",
-                    lambda: self._client.delete_task_file(job_id, task_id, taskspec.WORKDIR_ON_NODE, recursive=True),
-                    retry_on={ErrorKind.TRANSIENT},  # no waiting on a node
-                )
-            except AzureError as exc:  # best-effort: the task's retention time reclaims the disk
-                log.info("Batch job %s: working directory not deleted (%s)", job_id, self._describe(exc))
+            deleted = self._calls.attempt(
+                lambda: self._client.delete_task_file(job_id, task_id, taskspec.WORKDIR_ON_NODE, recursive=True),
+                what=f"deleting the working directory of Batch task {task_id}",
+                retry_on={ErrorKind.TRANSIENT},  # no waiting on a node
+            )
+            if isinstance(deleted, Failed):  # best-effort: the task's retention time reclaims the disk
+                log.info("Batch job %s: working directory not deleted (%s)", job_id, deleted.reason)
         self._terminate_job(job_id, CLEANUP_REASON)
 
     # -- extras ----------------------------------------------------------------------
@@ -208,61 +202,49 @@ class BatchBackend(ComputeBackend):
 
     # -- internals -------------------------------------------------------------------
 
-    def _call(self, what: str, fn: Callable[[], T], retry_on: Collection[ErrorKind] = RETRYABLE) -> T:
-        return self._retry.call(fn, what=what, retry_on=retry_on)
-
-    def _create_job(self, options: Any, spec: ComputeJobSpec) -> None:
+    def _create_job(self, options: Any, spec: ComputeJobSpec, what: str) -> None:
         job_id = options.id
-        try:
-            self._call("create job", lambda: self._client.create_job(options))
-        except AzureError as exc:
-            if self._retry.kind(exc) is not ErrorKind.EXISTS:
-                raise
-            job = self._call("get job", lambda: self._client.get_job(job_id))
-            metadata = {item.name: item.value for item in (job.metadata or [])}
-            if not spec.is_same_submission(metadata.get(taskspec.FINGERPRINT_METADATA)):
-                raise TerminalBackendError(
-                    f"Batch job {job_id} already exists and belongs to another submission", backend=self.name
-                ) from exc
-            log.info("Batch job %s already exists and is ours: binding", job_id)
+        created = self._calls.attempt(lambda: self._client.create_job(options), what=what)
+        if not isinstance(created, Failed):
+            return
+        if created.kind is not ErrorKind.EXISTS:
+            raise created.error
+        job = self._calls.call(lambda: self._client.get_job(job_id), what=what)
+        metadata = {item.name: item.value for item in (job.metadata or [])}
+        if not spec.is_same_submission(metadata.get(taskspec.FINGERPRINT_METADATA)):
+            raise TerminalBackendError(
+                f"Batch job {job_id} already exists and belongs to another submission", backend=self.name
+            ) from created.cause
+        log.info("Batch job %s already exists and is ours: binding", job_id)
 
-    def _create_task(self, job_id: str, task: Any, spec: ComputeJobSpec) -> None:
-        try:
-            self._call("create task", lambda: self._client.create_task(job_id, task))
-        except AzureError as exc:
-            if self._retry.kind(exc) not in (ErrorKind.EXISTS, ErrorKind.FINISHED):
-                raise
-            try:
-                existing = self._call("get task", lambda: self._client.get_task(job_id, task.id))
-            except AzureError:
-                raise exc from None
-            env = {item.name: item.value for item in (existing.environment_settings or [])}
-            if not spec.is_same_submission(env.get(taskspec.FINGERPRINT_VARIABLE)):
-                raise TerminalBackendError(
-                    f"Batch task {task.id} already exists and belongs to another submission", backend=self.name
-                ) from exc
-            log.info("Batch task %s already exists and is ours: binding", task.id)
+    def _create_task(self, job_id: str, task: Any, spec: ComputeJobSpec, what: str) -> None:
+        created = self._calls.attempt(lambda: self._client.create_task(job_id, task), what=what)
+        if not isinstance(created, Failed):
+            return
+        if created.kind not in _BOUND:
+            raise created.error
+        existing = self._calls.attempt(lambda: self._client.get_task(job_id, task.id), what=what)
+        if isinstance(existing, Failed):
+            raise created.error  # the create's refusal says more than the lookup's
+        env = {item.name: item.value for item in (existing.environment_settings or [])}
+        if not spec.is_same_submission(env.get(taskspec.FINGERPRINT_VARIABLE)):
+            raise TerminalBackendError(
+                f"Batch task {task.id} already exists and belongs to another submission", backend=self.name
+            ) from created.cause
+        log.info("Batch task %s already exists and is ours: binding", task.id)
 
-    def _finish_submission(self, job_id: str) -> None:
-        """Let the job end with its task (FINISHED: it already completed, nothing left to switch)."""
-        update = taskspec.terminate_when_done()
-        self._retry.call_unless(_FINISHED, lambda: self._client.update_job(job_id, update), what="update job")
-
-    def _terminated_by_cancel(self, job_id: str) -> bool:
-        job = self._call("get job", lambda: self._client.get_job(job_id))
+    def _terminated_by_cancel(self, job_id: str, what: str) -> bool:
+        job = self._calls.call(lambda: self._client.get_job(job_id), what=what)
         info = getattr(job, "execution_info", None)
         return getattr(info, "termination_reason", None) == CANCEL_REASON
 
     def _terminate_job(self, job_id: str, reason: str) -> None:
         options = BatchJobTerminateOptions(termination_reason=reason)
-        try:
-            poller = self._retry.call_unless(
-                _ENDED,
-                lambda: self._client.begin_terminate_job(job_id, options, polling_interval=2),
-                what="terminate job",
-            )
-        except AzureError as exc:
-            raise self._translate(exc, f"terminating Batch job {job_id}") from exc
+        poller = self._calls.call_unless(
+            _ENDED,
+            lambda: self._client.begin_terminate_job(job_id, options, polling_interval=2),
+            what=f"terminating Batch job {job_id}",
+        )
         if poller is None:  # finished or gone already
             return
         # The poller hides its own failures: look at its status instead of trusting silence.
@@ -275,13 +257,13 @@ class BatchBackend(ComputeBackend):
         pool_id = handle.provider_ids.get("pool_id") or ""
         if not pool_id:
             return None
-        try:
-            return pool_wait(pool_view(self._call("get pool", lambda: self._client.get_pool(pool_id)), pool_id))
-        except AzureError as exc:
-            if error_facts(exc).code == "PoolNotFound":
-                return pool_missing(pool_id)
-            log.info("pool %s could not be read: %s", pool_id, self._describe(exc))
-            return None
+        pool = self._calls.attempt(lambda: self._client.get_pool(pool_id), what=f"reading Batch pool {pool_id}")
+        if not isinstance(pool, Failed):
+            return pool_wait(pool_view(pool, pool_id))
+        if pool.code == "PoolNotFound":
+            return pool_missing(pool_id)
+        log.info("pool %s could not be read: %s", pool_id, pool.reason)
+        return None
 
     def _stderr_tail(self, handle: ComputeJobHandle) -> str | None:
         """The end of stderr: the blob copy first (it survives the node), then the node."""
@@ -303,18 +285,6 @@ class BatchBackend(ComputeBackend):
         if handle.backend != self.name or not job_id or not task_id:
             raise TerminalBackendError(f"Not a Batch job handle: {handle.provider_ids}", backend=self.name)
         return job_id, task_id
-
-    @staticmethod
-    def _describe(exc: BaseException) -> str:
-        """``Code: message`` without the RequestId trailer, also for streamed errors (code in the body)."""
-        facts = error_facts(exc)
-        if facts.code and facts.body_message and getattr(exc, "error", None) is None:
-            return describe_error(facts.code, facts.body_message)
-        text = describe_exception(exc)
-        return text if not facts.code or text.startswith(facts.code) else f"{facts.code}: {text}"
-
-    def _translate(self, exc: BaseException, what: str) -> BackendError:
-        return backend_error(self._retry.kind(exc), f"{what}: {self._describe(exc)}", backend=self.name)
 
 
 def create(context: BackendContext) -> BatchBackend:

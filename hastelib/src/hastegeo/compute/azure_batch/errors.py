@@ -3,7 +3,7 @@
 Batch's codes are its contract, so a coded error the table does not know is
 terminal unless its HTTP status is transient; azure-batch raises
 ``ResourceExistsError`` for every 409, ``NodeNotReady`` included, so the
-exception class decides nothing.
+exception class decides nothing. Its errors read ``<what we did>: <Code>: <message>``.
 """
 
 from __future__ import annotations
@@ -27,4 +27,5 @@ BATCH_ERRORS = Classifier(
     },
     prefixes={"NodeBeing": ErrorKind.NODE_TRANSITION},  # NodeBeingCreated, …Rebooted, and future mid-transition states
     codes_decide=True,
+    backend="azure_batch",
 )

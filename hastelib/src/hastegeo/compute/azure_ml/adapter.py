@@ -5,8 +5,8 @@ its fingerprint tag matches this spec (a resubmit), and refused otherwise.
 Status is ``jobs.get`` (the truth; ``stream`` raises only on Failed), mapped
 by :mod:`.status`. Outputs are ``uri_folder`` mounts on the spec's blob prefix,
 so ``read_output`` reads that blob and finished jobs stay readable after
-their compute is gone. Every SDK call goes through one retry budget
-(:class:`.errors.Retry`) and errors leave this module as the project's own.
+their compute is gone. Every SDK call goes through the one retried, translated
+call (:func:`.errors.aml_calls`), so errors leave this module as the project's own.
 
 What a submit decided that users should see — an Environment created on the
 fly, a run that uses a local code snapshot — is logged, kept in the handle's
@@ -37,7 +37,7 @@ from hastegeo.compute.azure_ml.entities import (
     source_description,
 )
 from hastegeo.compute.azure_ml.environments import ensure_registered
-from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, Retry
+from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, aml_calls
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
 from hastegeo.compute.azure_ml.status import QUEUED_STATUSES, TERMINAL_STATUSES, map_status, status_text
 from hastegeo.compute.context import BackendContext
@@ -48,7 +48,7 @@ from hastegeo.compute.contract import (
     ComputeStatus,
     OutputRead,
 )
-from hastegeo.compute.retry import ErrorKind
+from hastegeo.compute.retry import ErrorKind, ProviderCalls
 from hastegeo.utils.errors import (
     ConfigurationError,
     TerminalBackendError,
@@ -79,13 +79,13 @@ class AzureMLBackend(ComputeBackend):
         client: MLClientLike,
         blob_service: BlobServiceClient,
         *,
-        retry: Retry,
+        calls: ProviderCalls,
         clock: Callable[[], datetime],
     ) -> None:
         self._settings = settings
         self._client = client
         self._blobs = blob_service
-        self._retry = retry
+        self._calls = calls
         self._clock = clock
         self._code_hash = code_snapshot_hash(settings.code_dir) if settings.code_dir else None
         self._env_lock = threading.Lock()
@@ -115,10 +115,10 @@ class AzureMLBackend(ComputeBackend):
             log.warning("Azure ML job %s %s", name, notes[-1])
         existing = self._find(name)
         if existing is None:
-            created = self._retry.run_unless(
-                ErrorKind.EXISTS,
+            created = self._calls.call_unless(
+                {ErrorKind.EXISTS},
                 lambda: self._client.jobs.create_or_update(job),
-                action=f"submit job {name}",
+                what=f"submit job {name}",
                 hint=SUBMIT_HINT,
             )
             if created is None:  # a 409: a concurrent attempt created it first
@@ -160,10 +160,10 @@ class AzureMLBackend(ComputeBackend):
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
         """The blob the job's output mount wrote: finished jobs stay readable after their compute is gone."""
         blob = self._blobs.get_blob_client(handle.output.container, handle.output.child(path))
-        data: bytes | None = self._retry.run_unless(
-            ErrorKind.NOT_FOUND,
+        data: bytes | None = self._calls.call_unless(
+            {ErrorKind.NOT_FOUND},
             lambda: blob.download_blob().readall(),
-            action=f"read {path}",
+            what=f"read {path}",
             hint="the storage settings (AzureWebJobsStorage)",
         )
         return OutputRead(data=data)
@@ -175,7 +175,7 @@ class AzureMLBackend(ComputeBackend):
             log.info("Azure ML job %s is gone or finished: nothing to cancel", name)
             return
         try:
-            self._retry.run(lambda: self._client.jobs.begin_cancel(name), action=f"cancel job {name}", hint=SUBMIT_HINT)
+            self._calls.call(lambda: self._client.jobs.begin_cancel(name), what=f"cancel job {name}", hint=SUBMIT_HINT)
         except TerminalBackendError:
             job = self._find(name)  # it may have finished between the get and the cancel
             if job is None or status_text(job.status) in TERMINAL_STATUSES:
@@ -188,7 +188,7 @@ class AzureMLBackend(ComputeBackend):
         Jobs of other submitters (no ``haste_job_id`` tag, or another experiment
         prefix) are never listed, so the reconciler cannot cancel them.
         """
-        jobs = self._retry.run(lambda: list(self._client.jobs.list()), action="list jobs", hint=COORDINATES)
+        jobs = self._calls.call(lambda: list(self._client.jobs.list()), what="list jobs", hint=COORDINATES)
         active: list[tuple[str, ComputeJobHandle]] = []
         for job in jobs:
             ours = (job.tags or {}).get(TAG_JOB_ID)
@@ -225,7 +225,7 @@ class AzureMLBackend(ComputeBackend):
             return environment, source_description(settings)
         with self._env_lock:
             if self._registered is None:
-                outcome = ensure_registered(self._client, settings, self._retry)
+                outcome = ensure_registered(self._client, settings, self._calls)
                 if outcome.action == "created":
                     notes.append(outcome.message)
                     log.warning("Azure ML: %s", outcome.message)
@@ -233,8 +233,8 @@ class AzureMLBackend(ComputeBackend):
             return f"azureml:{self._registered}", self._registered
 
     def _find(self, name: str) -> Job | None:
-        return self._retry.run_unless(
-            ErrorKind.NOT_FOUND, lambda: self._client.jobs.get(name), action=f"get job {name}", hint=COORDINATES
+        return self._calls.call_unless(
+            {ErrorKind.NOT_FOUND}, lambda: self._client.jobs.get(name), what=f"get job {name}", hint=COORDINATES
         )
 
     def _verify_ours(self, job: Job, spec: ComputeJobSpec) -> None:
@@ -271,9 +271,9 @@ class AzureMLBackend(ComputeBackend):
         }
         blob = self._blobs.get_blob_client(handle.output.container, handle.output.child(SUBMISSION_RECORD))
         data = json.dumps(record, indent=2, sort_keys=True).encode()
-        self._retry.run(
+        self._calls.call(
             lambda: blob.upload_blob(data, overwrite=True),
-            action=f"record submission of {handle.provider_ids['job_name']}",
+            what=f"record submission of {handle.provider_ids['job_name']}",
             hint="the storage settings (AzureWebJobsStorage, HASTE_OUTPUTS_CONTAINER)",
         )
 
@@ -290,5 +290,5 @@ def create(context: BackendContext, client_factory: ClientFactory | None = None)
     if settings.code_dir and not Path(settings.code_dir).is_dir():
         raise ConfigurationError(f"AML_CODE_DIR {settings.code_dir!r} is not a directory")
     client = (client_factory or create_ml_client)(settings)
-    retry = Retry(attempts=settings.retry_attempts, delay_s=settings.retry_delay_s, sleep=context.sleep)
-    return AzureMLBackend(settings, client, context.blob_service, retry=retry, clock=context.clock)
+    calls = aml_calls(settings.retry_attempts, settings.retry_delay_s, context.sleep)
+    return AzureMLBackend(settings, client, context.blob_service, calls=calls, clock=context.clock)

@@ -18,9 +18,9 @@ from azure.ai.ml.entities import Environment
 
 from hastegeo.compute.azure_ml.client import MLClientLike
 from hastegeo.compute.azure_ml.entities import TAG_SOURCE, environment_definition, source_description
-from hastegeo.compute.azure_ml.errors import BACKEND, Retry
+from hastegeo.compute.azure_ml.errors import BACKEND
 from hastegeo.compute.azure_ml.settings import AmlSettings, parse_environment_reference
-from hastegeo.compute.retry import ErrorKind
+from hastegeo.compute.retry import ErrorKind, ProviderCalls
 from hastegeo.utils.errors import TerminalBackendError
 
 Action = Literal["exists", "created", "updated", "unchanged"]
@@ -39,7 +39,7 @@ class EnvironmentOutcome:
         return f"{self.name}:{self.version}"
 
 
-def ensure_registered(client: MLClientLike, settings: AmlSettings, retry: Retry) -> EnvironmentOutcome:
+def ensure_registered(client: MLClientLike, settings: AmlSettings, calls: ProviderCalls) -> EnvironmentOutcome:
     """The registered Environment ``AML_ENVIRONMENT``, created from the configured source when missing.
 
     Raises:
@@ -48,11 +48,11 @@ def ensure_registered(client: MLClientLike, settings: AmlSettings, retry: Retry)
         TransientBackendError: the service stayed unavailable for the whole budget.
     """
     name, version, label = parse_environment_reference(settings.environment)
-    current = _get(client, retry, name, version, label)
+    current = _get(client, calls, name, version, label)
     if current is not None:
         return EnvironmentOutcome(name, str(current.version), "exists", f"Environment {name}:{current.version} exists")
     new_version = version or _first_version(name, label)
-    created = _create(client, retry, settings, name, new_version)
+    created = _create(client, calls, settings, name, new_version)
     return EnvironmentOutcome(
         name,
         str(created.version),
@@ -61,7 +61,7 @@ def ensure_registered(client: MLClientLike, settings: AmlSettings, retry: Retry)
     )
 
 
-def register(client: MLClientLike, settings: AmlSettings, retry: Retry) -> EnvironmentOutcome:
+def register(client: MLClientLike, settings: AmlSettings, calls: ProviderCalls) -> EnvironmentOutcome:
     """Create ``AML_ENVIRONMENT``, or register a new version when its source changed. Idempotent.
 
     Raises:
@@ -70,9 +70,9 @@ def register(client: MLClientLike, settings: AmlSettings, retry: Retry) -> Envir
     """
     name, version, label = parse_environment_reference(settings.environment)
     desired = source_description(settings)
-    current = _get(client, retry, name, version, label)
+    current = _get(client, calls, name, version, label)
     if current is None:
-        created = _create(client, retry, settings, name, version or _first_version(name, label))
+        created = _create(client, calls, settings, name, version or _first_version(name, label))
         return EnvironmentOutcome(
             name, str(created.version), "created", f"created {name}:{created.version} ({desired})"
         )
@@ -88,7 +88,7 @@ def register(client: MLClientLike, settings: AmlSettings, retry: Retry) -> Envir
             f"immutable: set AML_ENVIRONMENT={name}:{next_version} (or {name}@latest) to register a new one",
             backend=BACKEND,
         )
-    created = _create(client, retry, settings, name, next_version)
+    created = _create(client, calls, settings, name, next_version)
     return EnvironmentOutcome(
         name,
         str(created.version),
@@ -98,20 +98,22 @@ def register(client: MLClientLike, settings: AmlSettings, retry: Retry) -> Envir
     )
 
 
-def _get(client: MLClientLike, retry: Retry, name: str, version: str | None, label: str | None) -> Environment | None:
-    return retry.run_unless(
-        ErrorKind.NOT_FOUND,
+def _get(
+    client: MLClientLike, calls: ProviderCalls, name: str, version: str | None, label: str | None
+) -> Environment | None:
+    return calls.call_unless(
+        {ErrorKind.NOT_FOUND},
         lambda: client.environments.get(name, version=version, label=label),
-        action=f"get environment {name}",
+        what=f"get environment {name}",
         hint=HINT,
     )
 
 
-def _create(client: MLClientLike, retry: Retry, settings: AmlSettings, name: str, version: str) -> Environment:
+def _create(client: MLClientLike, calls: ProviderCalls, settings: AmlSettings, name: str, version: str) -> Environment:
     definition = environment_definition(settings, name=name, version=version)
-    return retry.run(
+    return calls.call(
         lambda: client.environments.create_or_update(definition),
-        action=f"create environment {name}:{version}",
+        what=f"create environment {name}:{version}",
         hint=HINT,
     )
 
