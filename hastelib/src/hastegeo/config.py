@@ -306,15 +306,11 @@ class Settings(Section):
         return self
 
 
-# The app's own sections, by their name in Settings; each backend's comes from its descriptor.
+# The app's own sections by their name in Settings, read from its fields; each backend's comes from its descriptor.
 CORE_SECTIONS: dict[str, type[Section]] = {
-    "storage": StorageSettings,
-    "routing": RoutingSettings,
-    "pipeline": PipelineSettings,
-    "auth": AuthSettings,
-    "capacity": CapacitySettings,
-    "telemetry": TelemetrySettings,
-    "events": EventSettings,
+    name: field.annotation
+    for name, field in Settings.model_fields.items()
+    if isinstance(field.annotation, type) and issubclass(field.annotation, Section)
 }
 
 

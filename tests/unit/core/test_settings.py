@@ -6,7 +6,7 @@ import pytest
 
 from hastegeo.compute.contract import WORKLOADS
 from hastegeo.compute.local.settings import LocalSettings
-from hastegeo.settings import load_settings
+from hastegeo.settings import load_settings, sections
 from hastegeo.settings_base import BackendSection
 from hastegeo.utils.errors import ConfigurationError
 
@@ -160,3 +160,14 @@ def test_each_backend_section_is_its_own_by_name_and_by_type() -> None:
     assert settings.section(LocalSettings) is settings.backend("local")
     with pytest.raises(ConfigurationError, match="0 backends read BackendSection"):
         settings.section(BackendSection)  # the base, which no built-in backend reads
+
+
+def test_the_sections_are_the_apps_own_then_each_backends_from_its_descriptor() -> None:
+    declared = sections()
+    assert list(declared) == [
+        *("storage", "routing", "pipeline", "auth", "capacity", "telemetry", "events"),
+        *("local", "azure_batch", "azure_ml"),
+    ]
+    assert declared["local"] is LocalSettings
+    aliases = [field.alias for model in declared.values() for field in model.model_fields.values() if field.alias]
+    assert len(aliases) == len(set(aliases))  # one declaration per variable
