@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.config import load_settings
 from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.settings import load_settings
 from hastegeo_dev.devhost.azurite import Azurite
 
 RuntimeFactory = Callable[..., Runtime]
@@ -72,8 +72,8 @@ def api_settings(
 
     Call it with extra settings; the runtime is rebuilt from them, and closed after the test.
     """
-    from hastegeo.config import get_settings
     from hastegeo.runtime import get_runtime, reset_runtime
+    from hastegeo.settings import get_settings
 
     def apply(**overrides: str) -> None:
         settings = {

@@ -31,8 +31,8 @@ import psutil
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo.config import load_settings
 from hastegeo.runtime import ensure_storage, reset_runtime
+from hastegeo.settings import load_settings
 from hastegeo_dev.devhost.host import DevHost
 from hastegeo_dev.stack import LocalStack
 from tests.bench import thread_profile

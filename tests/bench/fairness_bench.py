@@ -28,7 +28,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec
 from hastegeo.compute.local.adapter import LocalBackend
-from hastegeo.config import load_settings
+from hastegeo.settings import load_settings
 from hastegeo.utils.files import read_json
 
 WORKLOAD = ("python", "-c", "pass")
@@ -66,7 +66,8 @@ def _ended(root: Path, name: str) -> bool:
 
 def run(order: str, jobs: int, slots: int, root: Path) -> Result:
     settings = load_settings({"AzureWebJobsStorage": DEV_STORAGE, "HASTE_LOCAL_ROOT": str(root)})
-    context = BackendContext(settings=settings, blob_service=BlobServiceClient.from_connection_string(DEV_STORAGE))
+    blobs = BlobServiceClient.from_connection_string(DEV_STORAGE)
+    context = BackendContext(settings=settings.backend("local"), blob_service=blobs)
     local = LocalBackend(context, root, slots, sys.executable)
     burst = [f"a{i:05d}" for i in range(jobs)]
     handles = [local.submit(_spec(name, "A")) for name in burst]

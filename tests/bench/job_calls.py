@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hastegeo.config import load_settings
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.settings import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from tests.bench import storage_calls
 from tests.bench.profile_summary import Profile, lines

@@ -50,7 +50,8 @@ import psutil
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo.config import LocalSettings, load_settings
+from hastegeo.compute.local.settings import LocalSettings
+from hastegeo.settings import load_settings
 from hastegeo.store import index
 from hastegeo.telemetry.export import export_cost
 from hastegeo.utils.priority import lower_priority

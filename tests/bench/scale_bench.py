@@ -46,13 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from hastegeo.compute.local_node.layout import LocalLayout
-from hastegeo.config import load_settings
 from hastegeo.models.history import make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.deps import new_job_id, record
 from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.settings import load_settings
 from hastegeo.store import index
 from hastegeo.store.jobs import JobStore, _metadata
 from hastegeo.store.queues import POLL_QUEUE, JobMessage

@@ -18,8 +18,8 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.config import load_settings
 from hastegeo.runtime import build_runtime
+from hastegeo.settings import load_settings
 from hastegeo.store.jobs import PUBLISH_GRACE_S
 from hastegeo.store.queues import EVENTS_QUEUE
 from hastegeo_dev.stack import LocalStack

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.config import load_settings
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import build_runtime
+from hastegeo.settings import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService

@@ -49,13 +49,13 @@ from hastegeo.compute.contract import (
     ComputeStatus,
     OutputRead,
 )
-from hastegeo.config import load_settings
 from hastegeo.models.job import Job
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.processors.artifacts import ArtifactsProcessor
 from hastegeo.processors.base import OutputAccess, PostprocessResult
 from hastegeo.runtime import Runtime, build_runtime, ensure_storage
+from hastegeo.settings import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import ConflictError
 from hastegeo_dev.devhost.azurite import Azurite

@@ -22,8 +22,8 @@ from hastegeo.cli.client import TERMINAL, ApiClient
 from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.registry import descriptors
-from hastegeo.config import get_settings
 from hastegeo.runtime import reset_runtime
+from hastegeo.settings import get_settings
 from hastegeo.workflows.artifacts import package
 from hastegeo.workflows.runtime import WORKDIR_VARIABLE, iter_files, run_main
 from hastegeo_dev.devhost.azurite import Azurite

@@ -181,9 +181,9 @@ def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
     # A message the host gave up on fails its job with a readable reason. The job is stored
     # without a submit message (as if that message had failed every delivery), so only the
     # poison path can end it.
-    from hastegeo.config import load_settings
     from hastegeo.pipeline.accept import parse_request
     from hastegeo.runtime import build_runtime
+    from hastegeo.settings import load_settings
 
     runtime = build_runtime(load_settings(stack.env))
     request = parse_request({"workload": "artifacts", "projectId": "p2", "inputs": [{"blob": "p2/small.txt"}]})

@@ -13,8 +13,10 @@ import pytest
 import yaml
 
 from hastegeo.compute.azure_ml.entities import source_description
+from hastegeo.compute.azure_ml.settings import AmlSettings
 from hastegeo.compute.contract import WORKLOADS
-from hastegeo.config import PipelineSettings, load_settings
+from hastegeo.config import PipelineSettings
+from hastegeo.settings import load_settings
 from hastegeo.store.queues import REQUESTS_QUEUE
 from hastegeo.utils.errors import ConfigurationError
 from tests.drift.conftest import REPO, load_drift
@@ -66,7 +68,7 @@ def test_a_deployment_left_at_its_defaults_runs_every_workload_on_azure_batch(dr
     settings = load_settings(as_environment(drift, emitted_app_settings(drift)))
     assert settings.routing.enabled_backends == ["azure_batch"]
     assert settings.routing.default_backend == "auto"  # auto over the enabled backends: Batch
-    assert settings.backend_workloads("azure_batch") == frozenset(WORKLOADS)
+    assert settings.backend("azure_batch").workloads(WORKLOADS) == frozenset(WORKLOADS)
     assert re.search(r"^module batch 'modules/batch\.bicep' = \{", read("main.bicep"), re.MULTILINE), (
         "the Batch account and its pools exist in every deployment"
     )
@@ -85,8 +87,9 @@ def test_create_mode_defaults_give_every_job_an_image(drift: ModuleType) -> None
     emitted = emitted_app_settings(drift, {"AML_MODE": "Create", "HASTE_BACKENDS_ENABLED": "azure_batch,azure_ml"})
     assert isinstance(emitted["AML_IMAGE"], drift.Opaque), "filled in from the registry, never empty"
     settings = load_settings(as_environment(drift, emitted))
-    assert settings.backend_workloads("azure_ml") == frozenset(WORKLOADS)
-    assert source_description(settings.aml) == f"image:{settings.aml.image}"  # no spec needs to name one
+    assert settings.backend("azure_ml").workloads(WORKLOADS) == frozenset(WORKLOADS)
+    aml = settings.section(AmlSettings)
+    assert source_description(aml) == f"image:{aml.image}"  # no spec needs to name one
     main = read("main.bicep")
     assert "var amlRuntimeImage = '${registry.outputs.loginServer}/haste-train:${imageTag}'" in main
     assert module_params(main, "amlCreate")["image"] == "amlRuntimeImage", "the registered Environment is the same"
@@ -104,7 +107,7 @@ def test_an_empty_image_would_fail_every_submission() -> None:
         }
     )
     with pytest.raises(ConfigurationError, match="AML_IMAGE"):
-        source_description(settings.aml)
+        source_description(settings.section(AmlSettings))
 
 
 def test_the_operator_image_wins_and_disabled_mode_emits_none(drift: ModuleType) -> None:
@@ -132,7 +135,7 @@ def test_create_mode_makes_a_datastore_for_each_container_jobs_mount(drift: Modu
     emitted = emitted_app_settings(drift, {"AML_MODE": "Create", "HASTE_BACKENDS_ENABLED": "azure_batch,azure_ml"})
     settings = load_settings(as_environment(drift, emitted))
     for container in (settings.storage.inputs_container, settings.storage.outputs_container):
-        assert settings.aml.datastore_for(container) == container.replace("-", "_")
+        assert settings.section(AmlSettings).datastore_for(container) == container.replace("-", "_")
 
 
 def test_the_workspace_identity_has_what_the_workspace_needs() -> None:

@@ -11,12 +11,12 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.service import ExecutionService
-from hastegeo.config import load_settings
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.outputs import OutputReader
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.settings import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService

@@ -18,7 +18,7 @@ from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, ComputeState
 from hastegeo.compute.fairshare import admission_order
 from hastegeo.compute.local.adapter import LocalBackend
-from hastegeo.config import load_settings
+from hastegeo.settings import load_settings
 from hastegeo.utils.files import read_json
 from hastegeo_dev.devhost.azurite import Azurite
 
@@ -32,7 +32,10 @@ def backend(azurite: Azurite, root: Path, slots: int, **env: str) -> LocalBacken
     blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
     if not blobs.get_container_client("haste-outputs").exists():
         blobs.create_container("haste-outputs")
-    return LocalBackend(BackendContext(settings=settings, blob_service=blobs), root, slots, sys.executable)
+    context = BackendContext(
+        settings=settings.backend("local"), blob_service=blobs, project_limit=settings.capacity.project_limit("local")
+    )
+    return LocalBackend(context, root, slots, sys.executable)
 
 
 def spec(name: str, project: str, entrypoint: tuple[str, ...] = WORKLOAD) -> ComputeJobSpec:

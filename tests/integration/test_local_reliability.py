@@ -23,8 +23,8 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJob
 from hastegeo.compute.fingerprint import legacy_fingerprint
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive
-from hastegeo.config import load_settings
 from hastegeo.runtime import transfer_client
+from hastegeo.settings import load_settings
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from hastegeo.utils.files import read_json, write_json
 from hastegeo_dev.devhost.azurite import Azurite
@@ -54,7 +54,9 @@ def make_backend(
 ) -> LocalBackend:
     settings = load_settings({"AzureWebJobsStorage": connection_string, "HASTE_LOCAL_ROOT": str(root)})
     blobs = BlobServiceClient.from_connection_string(connection_string)
-    context = BackendContext(settings=settings, blob_service=blobs, transfer_blobs=transfer_client(blobs, retry))
+    context = BackendContext(
+        settings=settings.backend("local"), blob_service=blobs, transfer_blobs=transfer_client(blobs, retry)
+    )
     return LocalBackend(context, root, slots, sys.executable, niceness)
 
 

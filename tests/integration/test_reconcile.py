@@ -17,13 +17,14 @@ from hastegeo.compute.contract import ComputeJobHandle, ComputeJobSpec, ComputeS
 from hastegeo.compute.descriptor import BackendDescriptor
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local.adapter import create as create_local
+from hastegeo.compute.local.settings import LocalSettings
 from hastegeo.compute.registry import BackendRegistry
 from hastegeo.compute.service import ExecutionService
-from hastegeo.config import load_settings
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.reconcile import CHAIN_GRACE_S, ReconcileStep
 from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.settings import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from tests.conftest import RuntimeFactory
@@ -295,7 +296,7 @@ def _env(make_runtime: RuntimeFactory) -> dict[str, str]:
         "HASTE_JOBS_CONTAINER": settings.storage.jobs_container,
         "HASTE_OUTPUTS_CONTAINER": settings.storage.outputs_container,
         "HASTE_INPUTS_CONTAINER": settings.storage.inputs_container,
-        "HASTE_LOCAL_ROOT": settings.local.root + "-slots",
+        "HASTE_LOCAL_ROOT": settings.section(LocalSettings).root + "-slots",
     }
 
 
@@ -318,14 +319,14 @@ def test_a_backend_that_cannot_list_costs_only_its_own_sweep_and_is_logged_once_
     clocked: tuple[Runtime, Clock], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime, clock = clocked
-    context = BackendContext(settings=runtime.settings, blob_service=runtime.blobs, clock=clock)
+    context = BackendContext(settings=runtime.settings.backend("local"), blob_service=runtime.blobs, clock=clock)
     registry = BackendRegistry(
         [
             BackendDescriptor("refusing", lambda ctx: RefusingBackend(ctx, tmp_path / "refusing", 1, sys.executable)),
             BackendDescriptor("local", create_local),
         ],
         enabled=["refusing", "local"],
-        context=context,
+        contexts={"refusing": context, "local": context},
     )
     refusing = registry.get("refusing")  # built first, so it is listed first
     assert isinstance(refusing, RefusingBackend)

@@ -2,7 +2,8 @@
 
 Three sources are read, none of them hard-coded here (docs/adr/0005, 0010):
 
-1. **Code** (:mod:`.code`) — every field of every section in ``hastegeo.config.SECTIONS``.
+1. **Code** (:mod:`.code`) — every field of every section in ``hastegeo.settings.sections()``
+   (the core ones and each registered backend's, from its descriptor).
 2. **Infra** (:mod:`.bicep`) — ``infra/modules/appSettings.bicep``, the one list of app
    settings (``operatorSettings``, ``derivedSettings``, ``platformSettings``, one
    ``NAME: expression`` per line), ``infra/main.bicep`` and ``infra/main.bicepparam``.

@@ -1,4 +1,7 @@
-"""The settings the code declares, read from ``hastegeo.config.SECTIONS`` and never listed here.
+"""The settings the code declares, read from ``hastegeo.settings.sections()`` and never listed here.
+
+Those are the app's own sections (``hastegeo.config``) and the one each registered backend's
+descriptor declares, so an installed backend's variables are checked and documented too.
 
 Each field's alias is its environment variable; its description and default
 document it. Which mode needs a value comes from an explicit
@@ -98,11 +101,12 @@ def not_deployed_reason(name: str) -> str | None:
 
 
 def code_settings(sections: Mapping[str, type[BaseModel]] | None = None) -> dict[str, CodeSetting]:
-    """Every setting the code declares: the fields of ``hastegeo.config.SECTIONS`` (or ``sections``)."""
+    """Every setting the code declares: the fields of every section of ``hastegeo.settings.sections()``
+    (the core ones and each registered backend's, from its descriptor), or of ``sections``."""
     if sections is None:
-        from hastegeo.config import SECTIONS
+        from hastegeo.settings import sections as declared
 
-        sections = SECTIONS
+        sections = declared()
     settings: dict[str, CodeSetting] = {}
     for section, model in sections.items():
         probed = _probe_requirements(model)

@@ -1,32 +1,42 @@
-"""Typed settings: the only place that reads environment variables.
+"""Typed settings: the app's own sections, and :class:`Settings`, which holds them and every backend's.
 
 Each field's alias is its environment variable, and its description is the
-documentation (``docs/deploy.md`` and the drift check read them from here).
-:func:`load_settings` validates everything at start-up and raises one
-:class:`ConfigurationError` that names every bad variable, so a typo fails
-the deployment at once instead of a job at 3 a.m.
+documentation (``docs/deploy.md`` and the drift check read them from the
+sections). A backend's section lives in its own folder and reaches
+:class:`Settings` through its descriptor (:mod:`hastegeo.settings` composes
+them), so this module imports nothing from ``hastegeo.compute``: it names no
+backend and knows their names only as the keys of :attr:`Settings.backends`
+(docs/adr/0028). :func:`compose_settings` validates everything at start-up and
+raises one :class:`ConfigurationError` that names every bad variable, so a
+typo fails the deployment at once instead of a job at 3 a.m.
 """
 
 from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Mapping
-from functools import lru_cache
-from typing import Any
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hastegeo.auth import PROJECT_ID, AuthMode
-from hastegeo.compute.azure_batch.settings import BatchSettings
-from hastegeo.compute.azure_ml.settings import AmlSettings
-from hastegeo.compute.contract import WORKLOADS
-from hastegeo.compute.registry import backend_names, descriptors
-from hastegeo.settings_base import CsvFloatMap, CsvList, CsvMap, _Section, describe_errors, load_section
+from hastegeo.settings_base import (
+    BackendSection,
+    CsvFloatMap,
+    CsvList,
+    CsvMap,
+    Section,
+    describe_errors,
+    load_section,
+)
 from hastegeo.utils.errors import ConfigurationError
 
+B = TypeVar("B", bound=BackendSection)
 
-class StorageSettings(_Section):
+
+class StorageSettings(Section):
     connection_string: str | None = Field(
         None,
         alias="AzureWebJobsStorage",
@@ -54,7 +64,7 @@ class StorageSettings(_Section):
         return self
 
 
-class RoutingSettings(_Section):
+class RoutingSettings(Section):
     enabled_backends: CsvList = Field(
         ["local"],
         alias="HASTE_BACKENDS_ENABLED",
@@ -70,31 +80,30 @@ class RoutingSettings(_Section):
         {}, alias="HASTE_BACKEND_WEIGHTS", description="auto routing weights, e.g. local=1,azure_batch=3 (default 1)."
     )
 
-    @field_validator("enabled_backends")
-    @classmethod
-    def _known_backends(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(backend_names()))
-        if unknown:
-            raise ValueError(f"unknown backend(s) {unknown}; choose from {list(backend_names())}")
-        return value
-
-    @field_validator("default_backend")
-    @classmethod
-    def _known_default(cls, value: str) -> str:
-        if value not in ("auto", *backend_names()):
-            raise ValueError(f"{value!r} is not auto or one of {list(backend_names())}")
-        return value
-
     @field_validator("weights")
     @classmethod
     def _positive_weights(cls, value: dict[str, float]) -> dict[str, float]:
-        bad = {k: v for k, v in value.items() if k not in backend_names() or v <= 0}
+        bad = {k: v for k, v in value.items() if v <= 0}
         if bad:
-            raise ValueError(f"weights must name known backends with positive values, got {bad}")
+            raise ValueError(f"weights must be positive, got {bad}")
         return value
 
+    def unknown_backends(self, known: Iterable[str]) -> list[str]:
+        """One ``VARIABLE: why`` per setting that names a backend not among ``known``."""
+        names = list(known)
+        problems = []
+        unknown = sorted(set(self.enabled_backends) - set(names))
+        if unknown:
+            problems.append(f"HASTE_BACKENDS_ENABLED: unknown backend(s) {unknown}; choose from {names}")
+        if self.default_backend not in ("auto", *names):
+            problems.append(f"HASTE_DEFAULT_BACKEND: {self.default_backend!r} is not auto or one of {names}")
+        strangers = sorted(set(self.weights) - set(names))
+        if strangers:
+            problems.append(f"HASTE_BACKEND_WEIGHTS: weights must name known backends, got {strangers}")
+        return problems
 
-class PipelineSettings(_Section):
+
+class PipelineSettings(Section):
     poll_initial_s: float = Field(2.0, alias="HASTE_POLL_INITIAL_S", gt=0, description="First poll delay (s).")
     poll_max_s: float = Field(60.0, alias="HASTE_POLL_MAX_S", gt=0, description="Longest poll delay (s).")
     poll_backoff: float = Field(1.5, alias="HASTE_POLL_BACKOFF", ge=1, description="Poll delay growth factor.")
@@ -124,27 +133,9 @@ class PipelineSettings(_Section):
     )
 
 
-class CapacitySettings(_Section):
-    """How long a submitted job may wait for compute on each backend before it is moved on (compute/capacity.py)."""
-
-    local_queue_limit_s: int = Field(
-        3600,
-        alias="HASTE_LOCAL_QUEUE_LIMIT_S",
-        gt=0,
-        description="A job waiting longer than this for a free local slot is moved on (s).",
-    )
-    azure_batch_queue_limit_s: int = Field(
-        1800,
-        alias="HASTE_AZURE_BATCH_QUEUE_LIMIT_S",
-        gt=0,
-        description="A job waiting longer than this for a Batch node is moved on (s; pool resizes time out at 15 min).",
-    )
-    azure_ml_queue_limit_s: int = Field(
-        3600,
-        alias="HASTE_AZURE_ML_QUEUE_LIMIT_S",
-        gt=0,
-        description="A job queued longer than this on its Azure ML compute is moved on (s).",
-    )
+class CapacitySettings(Section):
+    """What one project may hold on each backend; how long a job may wait for a backend's compute is that
+    backend's own setting (:meth:`~hastegeo.settings_base.BackendSection.queue_limit`)."""
 
     project_max_running: CsvMap = Field(
         {},
@@ -165,41 +156,22 @@ class CapacitySettings(_Section):
         """The most running jobs one project may have on ``backend`` (0: no limit)."""
         return int(self.project_max_running.get(backend, "0"))
 
-    def queue_limit_s(self, backend: str) -> int:
-        """The queue-time limit of ``backend``; a backend from an entry point gets the local one's."""
-        limits = {
-            "local": self.local_queue_limit_s,
-            "azure_batch": self.azure_batch_queue_limit_s,
-            "azure_ml": self.azure_ml_queue_limit_s,
-        }
-        return limits.get(backend, self.local_queue_limit_s)
+
+def parse_export(value: str) -> tuple[str, Path | None]:
+    """``(mode, path)`` from a ``HASTE_OTEL_EXPORT`` value.
+
+    Raises:
+        ValueError: the value is none of ``off``, ``console``, ``azure``, ``file:PATH``.
+    """
+    value = value.strip()
+    if value in ("", "off", "console", "azure"):
+        return value or "off", None
+    if value.startswith("file:") and value[5:].strip():
+        return "file", Path(value[5:].strip())
+    raise ValueError(f"{value!r}: choose off, console, azure or file:PATH")
 
 
-class LocalSettings(_Section):
-    root: str = Field(
-        "",
-        alias="HASTE_LOCAL_ROOT",
-        description="Directory for the local backend's job folders and state (default: a temp dir).",
-    )
-    slots: int = Field(0, alias="HASTE_LOCAL_SLOTS", ge=0, description="Concurrent local jobs (0 = CPU count).")
-    python: str = Field("", alias="HASTE_LOCAL_PYTHON", description="Interpreter for workloads (default: this one).")
-    niceness: int = Field(
-        10,
-        alias="HASTE_LOCAL_NICENESS",
-        ge=0,
-        le=19,
-        description="The CPU nice value local workloads run at (0-19; 0 = the host's priority), their "
-        "session's autogroup included: a busy machine still answers the API and runs the pipeline first.",
-    )
-    allow_in_azure: bool = Field(
-        False,
-        alias="HASTE_LOCAL_ALLOW_IN_AZURE",
-        description="Let the local backend run workloads as processes on the Azure Functions instance itself "
-        "(refused there by default: they would share the app's memory, CPU and identity).",
-    )
-
-
-class TelemetrySettings(_Section):
+class TelemetrySettings(Section):
     export: str = Field(
         "off",
         alias="HASTE_OTEL_EXPORT",
@@ -211,13 +183,11 @@ class TelemetrySettings(_Section):
     @field_validator("export")
     @classmethod
     def _known_export(cls, value: str) -> str:
-        from hastegeo.telemetry.configure import parse_export
-
         parse_export(value)
         return value.strip()
 
 
-class EventSettings(_Section):
+class EventSettings(Section):
     eventgrid_endpoint: str = Field(
         "",
         alias="HASTE_EVENTGRID_ENDPOINT",
@@ -243,7 +213,7 @@ class HttpAuthLevel(enum.StrEnum):
     FUNCTION = "function"  # a function key as well, for service callers that hold one
 
 
-class AuthSettings(_Section):
+class AuthSettings(Section):
     http_auth_level: HttpAuthLevel = Field(
         HttpAuthLevel.ANONYMOUS,
         alias="HASTE_HTTP_AUTH_LEVEL",
@@ -286,102 +256,90 @@ class AuthSettings(_Section):
         return value
 
 
-def in_azure_functions(env: Mapping[str, str]) -> bool:
-    """Whether this process runs on the Azure Functions platform, from what the platform sets.
+class Settings(Section):
+    """Every section: the app's own, and each known backend's by its name (from its descriptor)."""
 
-    ``WEBSITE_INSTANCE_ID`` is set by App Service on every instance of every
-    plan that has one (Dedicated, Premium, Windows Consumption), and never by
-    Core Tools or this project's dev host. Linux Consumption and Flex do not
-    always set it, but they set ``WEBSITE_SITE_NAME``, which alone would also
-    match any App Service web app, together with ``FUNCTIONS_WORKER_RUNTIME``,
-    which alone is also set by ``local.settings.json`` on a workstation. The
-    pair is specific to a deployed function app.
-    """
-    if env.get("WEBSITE_INSTANCE_ID"):
-        return True
-    return bool(env.get("WEBSITE_SITE_NAME")) and bool(env.get("FUNCTIONS_WORKER_RUNTIME"))
-
-
-class Settings(_Section):
     storage: StorageSettings
     routing: RoutingSettings
     pipeline: PipelineSettings
     auth: AuthSettings
-    local: LocalSettings
     capacity: CapacitySettings = Field(default_factory=lambda: CapacitySettings.model_validate({}))
-    batch: BatchSettings
-    aml: AmlSettings
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings.model_validate({}))
     events: EventSettings = Field(default_factory=lambda: EventSettings.model_validate({}))
-    # Set by load_settings from the platform's own variables (see in_azure_functions); not a setting.
-    in_azure_functions: bool = False
+    backends: Mapping[str, BackendSection] = Field(default_factory=dict)
 
-    def backend_workloads(self, backend: str) -> frozenset[str]:
-        """The workloads a backend can run with its current settings (no adapter is built)."""
-        descriptor = descriptors().get(backend)
-        return descriptor.workloads(self, WORKLOADS) if descriptor is not None else frozenset()
+    def backend(self, name: str) -> BackendSection:
+        """The section of backend ``name``.
 
-    def backend_limits(self, backend: str) -> dict[str, str]:
-        """Workload → why ``backend`` cannot run it with its current settings; empty when it runs all.
-
-        Pure: read from settings alone by the backend's descriptor, so routing and
-        ``GET /api/backends`` agree with what the adapter would refuse, without building it.
+        Raises:
+            ConfigurationError: no backend of that name is known.
         """
-        descriptor = descriptors().get(backend)
-        if descriptor is None:
-            return dict.fromkeys(WORKLOADS, f"{backend!r} is not a backend")
-        return descriptor.limits(self, WORKLOADS)
+        try:
+            return self.backends[name]
+        except KeyError:
+            raise ConfigurationError(f"{name!r} is not a backend; choose from {list(self.backends)}") from None
 
-    def local_refusal(self) -> str | None:
-        """Why the local backend must not start here, or None. The local adapter refuses with this."""
-        if self.in_azure_functions and not self.local.allow_in_azure:
-            return (
-                "it would run workloads as processes on this Azure Functions instance; "
-                "set HASTE_LOCAL_ALLOW_IN_AZURE=true to allow it"
-            )
-        return None
+    def section(self, model: type[B]) -> B:
+        """The one backend section of type ``model`` (e.g. ``settings.section(BatchSettings)``).
+
+        Raises:
+            ConfigurationError: no known backend, or more than one, reads ``model``.
+        """
+        found = [section for section in self.backends.values() if type(section) is model]
+        if len(found) != 1:
+            raise ConfigurationError(f"{len(found)} backends read {model.__name__}; expected one")
+        return found[0]
+
+    def queue_limit_s(self, backend: str) -> int:
+        """How long a job may wait for ``backend``'s compute before it is moved on (s)."""
+        return self.backend(backend).queue_limit()
 
     @model_validator(mode="after")
-    def _enabled_backends_configured(self) -> Settings:
-        known = descriptors()
-        problems = [known[name].enable_problem(self) for name in self.routing.enabled_backends if name in known]
-        if any(problems):
-            raise ValueError("; ".join(problem for problem in problems if problem))
+    def _backends_known_and_configured(self) -> Settings:
+        problems = self.routing.unknown_backends(self.backends)
+        for name in self.routing.enabled_backends:
+            problem = self.backends[name].enable_problem() if name in self.backends else None
+            if problem:
+                problems.append(f"{name} is enabled (HASTE_BACKENDS_ENABLED) but {problem}")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 
-SECTIONS: dict[str, type[_Section]] = {
-    "storage": StorageSettings,
-    "routing": RoutingSettings,
-    "pipeline": PipelineSettings,
-    "auth": AuthSettings,
-    "local": LocalSettings,
-    "capacity": CapacitySettings,
-    "batch": BatchSettings,
-    "aml": AmlSettings,
-    "telemetry": TelemetrySettings,
-    "events": EventSettings,
+# The app's own sections by their name in Settings, read from its fields; each backend's comes from its descriptor.
+CORE_SECTIONS: dict[str, type[Section]] = {
+    name: field.annotation
+    for name, field in Settings.model_fields.items()
+    if isinstance(field.annotation, type) and issubclass(field.annotation, Section)
 }
 
 
-def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Build and validate :class:`Settings` from ``environ`` (default: the process environment).
+def compose_settings(environ: Mapping[str, str], backends: Mapping[str, type[BackendSection]]) -> Settings:
+    """Build and validate :class:`Settings` from ``environ``: the core sections and one section per backend.
+
+    ``backends``: backend name → its section model (:func:`hastegeo.settings.load_settings` passes every
+    registered descriptor's).
 
     Raises:
         ConfigurationError: listing every invalid variable by name with the reason.
     """
-    env = os.environ if environ is None else environ
     problems: list[str] = []
     sections: dict[str, Any] = {}
-    for key, model in SECTIONS.items():
+    for key, model in CORE_SECTIONS.items():
         try:
-            sections[key] = model.from_environ(env)
+            sections[key] = model.from_environ(environ)
+        except ValidationError as exc:
+            problems.extend(describe_errors(exc))
+    own: dict[str, BackendSection] = {}
+    for name, backend_model in backends.items():
+        try:
+            own[name] = backend_model.from_environ(environ)
         except ValidationError as exc:
             problems.extend(describe_errors(exc))
     if problems:
         raise ConfigurationError("Invalid settings: " + "; ".join(problems))
     try:
-        return Settings.model_validate({**sections, "in_azure_functions": in_azure_functions(env)})
+        return Settings.model_validate({**sections, "backends": own})
     except ValidationError as exc:
         raise ConfigurationError("Invalid settings: " + "; ".join(describe_errors(exc))) from None
 
@@ -411,9 +369,3 @@ def telemetry_settings(environ: Mapping[str, str] | None = None) -> TelemetrySet
         ConfigurationError: ``HASTE_OTEL_EXPORT`` is not a known export.
     """
     return load_section(TelemetrySettings, os.environ if environ is None else environ)
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The process-wide settings, loaded once (call ``get_settings.cache_clear()`` in tests)."""
-    return load_settings()

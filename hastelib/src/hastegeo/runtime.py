@@ -25,7 +25,7 @@ from hastegeo.compute.descriptor import BackendFactory
 from hastegeo.compute.registry import BackendRegistry, descriptors
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
 from hastegeo.compute.service import ExecutionService
-from hastegeo.config import Settings, get_settings
+from hastegeo.config import Settings
 from hastegeo.events.eventgrid import EventGridTopic
 from hastegeo.events.publish import EventPublisher
 from hastegeo.pipeline.accept import JobAcceptor
@@ -39,6 +39,7 @@ from hastegeo.pipeline.rerun import Retrier
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
+from hastegeo.settings import get_settings
 from hastegeo.store.board import CapacityBoard
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, EVENTS_QUEUE, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
@@ -188,26 +189,31 @@ def build_runtime(
     steps: list[PollStep] = []  # the poll step, once built (the backends it drives are built first)
     exits = ExitHandler(poll=lambda message: steps[0].handle(message), fallback=nudge)
     notify_exit = exits if inline_exits else (lambda job_id: nudge(JobMessage(job_id=job_id, kind="nudge")))
-    context = BackendContext(
-        settings=settings,
-        blob_service=blobs,
-        transfer_blobs=transfer_client(blobs),
-        notify_exit=notify_exit,
-        clock=clock,
-        sleep=sleep,
-    )
+    transfer_blobs = transfer_client(blobs)
+    contexts = {
+        name: BackendContext(
+            settings=section,
+            blob_service=blobs,
+            transfer_blobs=transfer_blobs,
+            notify_exit=notify_exit,
+            clock=clock,
+            sleep=sleep,
+            project_limit=settings.capacity.project_limit(name),
+        )
+        for name, section in settings.backends.items()
+    }
     known = {
         name: replace(descriptor, factory=(factories or {}).get(name, descriptor.factory))
         for name, descriptor in descriptors().items()
     }
-    registry = BackendRegistry(known.values(), enabled=settings.routing.enabled_backends, context=context)
+    registry = BackendRegistry(known.values(), enabled=settings.routing.enabled_backends, contexts=contexts)
     router = ComputeRouter(
         {
             name: RouteCandidate(
                 name=name,
-                workloads=known[name].workloads(settings, PROCESSORS),
+                workloads=settings.backends[name].workloads(PROCESSORS),
                 weight=settings.routing.weights.get(name, 1.0),
-                unable=known[name].limits(settings, PROCESSORS),
+                unable=settings.backends[name].limits(PROCESSORS),
             )
             for name in settings.routing.enabled_backends
         }

@@ -1,9 +1,11 @@
 """Building blocks for settings sections: comma-separated lists and maps from one variable, and loading.
 
-Kept apart from :mod:`hastegeo.config` so each backend can define its own
-section next to its adapter without an import cycle. A backend's section
+The bottom floor of settings: :mod:`hastegeo.config` (the app's own sections)
+and every backend's folder (its own section, named by its descriptor) build on
+this module and on nothing of each other's. A backend's section
 (:class:`BackendSection`) also says what the backend cannot do with these
-settings, which its descriptor reports, so no adapter writes that twice.
+settings and how long a job may wait for its compute, so no adapter, router or
+capacity check writes that twice (docs/adr/0028).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from hastegeo.utils.errors import ConfigurationError
 
@@ -61,16 +63,41 @@ class Section(BaseModel):
         return [type(self).model_fields[name].alias or name for name in fields if not getattr(self, name)]
 
 
+# How long a job may wait for compute on a backend whose section declares no limit of its own (s).
+DEFAULT_QUEUE_LIMIT_S = 3600
+
+
+def queue_limit_field(alias: str, default: int, waiting_for: str) -> Any:
+    """The setting ``alias``: how long a job may wait for ``waiting_for`` before it is moved on (s)."""
+    return Field(
+        default, alias=alias, gt=0, description=f"A job waiting longer than this for {waiting_for} is moved on (s)."
+    )
+
+
 class BackendSection(Section):
-    """The settings of one backend, which also say what that backend cannot do with them."""
+    """The settings of one backend, which also say what that backend cannot do with them.
+
+    The base has no fields: a backend without settings of its own names this class
+    in its descriptor. Subclasses add fields (each alias an environment variable)
+    and override the answers below.
+    """
 
     def limits(self, workloads: Iterable[str]) -> dict[str, str]:
         """Workload → why the backend cannot run it with these settings (what its ``submit`` would refuse)."""
         return {}
 
+    def workloads(self, workloads: Iterable[str]) -> frozenset[str]:
+        """Those of ``workloads`` the backend can run with these settings."""
+        wanted = frozenset(workloads)
+        return wanted - frozenset(self.limits(wanted))
+
     def enable_problem(self) -> str | None:
         """Why the backend must not be enabled at all with these settings (checked at start-up), or None."""
         return None
+
+    def queue_limit(self) -> int:
+        """How long a job may wait for this backend's compute before it is moved on (s)."""
+        return DEFAULT_QUEUE_LIMIT_S
 
 
 S = TypeVar("S", bound=Section)
@@ -108,6 +135,3 @@ def describe_errors(exc: ValidationError) -> list[str]:
         message = error["msg"].removeprefix("Value error, ")
         lines.append(f"{where}: {message}" if where else message)
     return lines
-
-
-_Section = Section

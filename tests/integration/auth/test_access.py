@@ -13,8 +13,8 @@ import pytest
 
 import api.http_routes as routes
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
-from hastegeo.config import get_settings
 from hastegeo.runtime import get_runtime, reset_runtime
+from hastegeo.settings import get_settings
 from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite

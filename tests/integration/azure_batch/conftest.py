@@ -12,7 +12,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.compute.azure_batch.adapter import BatchBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeStatus
-from hastegeo.config import load_settings
+from hastegeo.settings import load_settings
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
 
@@ -87,7 +87,9 @@ def rig(azurite: Azurite, unique: str) -> Iterator[Rig]:
             "BATCH_REQUEST_TIMEOUT_S": "10",
             **overrides,
         }
-        context = BackendContext(settings=load_settings(env), blob_service=blobs, sleep=sleeps.append)
+        context = BackendContext(
+            settings=load_settings(env).backend("azure_batch"), blob_service=blobs, sleep=sleeps.append
+        )
         backend = create(context)
         built.append(backend)
         return backend

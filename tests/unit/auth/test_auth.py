@@ -24,7 +24,7 @@ from hastegeo.auth import (
     parse_principal,
     projects_of,
 )
-from hastegeo.config import load_settings
+from hastegeo.settings import load_settings
 from hastegeo.utils.errors import ConfigurationError
 
 OID = "http://schemas.microsoft.com/identity/claims/objectidentifier"

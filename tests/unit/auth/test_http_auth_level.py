@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from hastegeo.config import HttpAuthLevel, http_auth_level, load_settings
+from hastegeo.config import HttpAuthLevel, http_auth_level
+from hastegeo.settings import load_settings
 from hastegeo.utils.errors import ConfigurationError
 from tests.drift.conftest import REPO
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from hastegeo.compute.azure_ml.settings import AmlSettings
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, InputFile
-from hastegeo.config import Settings, load_settings
+from hastegeo.settings import load_settings
 
 # azure-ai-ml's marshmallow schemas warn once per class, at import: import it here, quietly.
 with warnings.catch_warnings():
@@ -27,8 +27,8 @@ def aml_settings(**overrides: Any) -> AmlSettings:
     return AmlSettings.model_validate({k: v for k, v in values.items() if v is not None})
 
 
-def context_settings(connection_string: str, **aml: str) -> Settings:
-    """Full :class:`Settings` with Azure ML enabled against the stand-in and Azurite storage."""
+def context_settings(connection_string: str, **aml: str) -> AmlSettings:
+    """The Azure ML section of settings loaded whole, with Azure ML enabled against the stand-in and Azurite."""
     env = {
         "AzureWebJobsStorage": connection_string,
         "HASTE_BACKENDS_ENABLED": "local,azure_ml",
@@ -40,7 +40,7 @@ def context_settings(connection_string: str, **aml: str) -> Settings:
         "AML_RETRY_DELAY_S": "0.5",
         **aml,
     }
-    return load_settings({k: v for k, v in env.items() if v})
+    return load_settings({k: v for k, v in env.items() if v}).section(AmlSettings)
 
 
 def make_spec(job_id: str = "job-0001", **overrides: Any) -> ComputeJobSpec:

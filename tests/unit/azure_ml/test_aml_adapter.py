@@ -16,7 +16,7 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.azure_ml.adapter import SUBMISSION_RECORD, AzureMLBackend, create
 from hastegeo.compute.azure_ml.entities import TAG_CODE_HASH, TAG_FINGERPRINT, build_command_job, job_name
-from hastegeo.compute.azure_ml.settings import AmlMode
+from hastegeo.compute.azure_ml.settings import AmlMode, AmlSettings
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import ComputeBackend, ComputeJobSpec, ComputeState
 from hastegeo.compute.fingerprint import legacy_fingerprint
@@ -99,7 +99,7 @@ def test_list_active_names_our_unfinished_jobs_only(harness: Harness) -> None:
     handle = harness.backend.submit(running)
     harness.backend.submit(done)
     harness.client.set_status(job_name(done), "Completed")
-    aml = harness.context.settings.aml
+    aml = harness.context.section(AmlSettings)
     someone_else = build_command_job(harness.spec("job-0003"), aml, environment="azureml:x:1")
     someone_else.name, someone_else.tags = "someone-else", {"project": "p1"}
     harness.client.jobs.create_or_update(someone_else)  # in the workspace, without our job-id tag
@@ -132,7 +132,7 @@ def test_a_job_submitted_before_the_one_fingerprint_binds_after_the_upgrade(harn
     """Such a job carries the whole-spec digest (pinned to the old code in test_submission_fingerprint)."""
     spec = harness.spec()
     stored_for = spec if same_spec else spec.model_copy(update={"args": ("--different",)})
-    old = build_command_job(spec, harness.context.settings.aml, environment="azureml:haste-runtime:1")._to_job()
+    old = build_command_job(spec, harness.context.section(AmlSettings), environment="azureml:haste-runtime:1")._to_job()
     old.tags[TAG_FINGERPRINT] = legacy_fingerprint(stored_for)
     harness.client.state.jobs[job_name(spec)] = old
     harness.client.state.statuses[job_name(spec)] = "Running"
@@ -276,7 +276,7 @@ def test_code_upload_warns_and_keeps_the_hash(
 def test_factory_refuses_disabled_and_bad_code_dir(azurite: Azurite) -> None:
     blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
     disabled = context_settings(azurite.connection_string)
-    disabled = disabled.model_copy(update={"aml": disabled.aml.model_copy(update={"mode": AmlMode.DISABLED})})
+    disabled = disabled.model_copy(update={"mode": AmlMode.DISABLED})
     with pytest.raises(ConfigurationError, match="AML_MODE"):
         create(BackendContext(settings=disabled, blob_service=blobs), client_factory=lambda _: StandInMLClient())
     bad = context_settings(azurite.connection_string, AML_CODE_DIR="/nonexistent/dir")

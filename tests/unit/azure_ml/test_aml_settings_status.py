@@ -25,7 +25,8 @@ def test_disabled_defaults_are_defined_and_non_empty() -> None:
     assert settings.mode is AmlMode.DISABLED
     for name, field in AmlSettings.model_fields.items():
         assert field.alias, name
-        assert field.alias.startswith("AML_"), name
+        # The queue limit kept the name it had in the capacity section (documented, emitted by infra).
+        assert field.alias.startswith("AML_") or field.alias == "HASTE_AZURE_ML_QUEUE_LIMIT_S", name
         assert field.description, name
         if field.alias not in OPTIONAL_EMPTY:
             assert getattr(settings, name) not in ("", {}, None), field.alias

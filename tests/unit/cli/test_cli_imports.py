@@ -4,37 +4,13 @@ through an entry point instead."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import hastegeo
 import hastegeo.cli
+from tests.support.imports import LIBRARY, imported_names, package_of
 
 PACKAGE = Path(hastegeo.cli.__file__).parent
-LIBRARY = Path(hastegeo.__file__).parent
-
-
-def package_of(path: Path) -> str:
-    return ".".join(path.relative_to(LIBRARY.parent).with_suffix("").parts[:-1])
-
-
-def imported_names(path: Path, package: str) -> set[str]:
-    """Every module ``path`` (in ``package``) imports, at module level or in a function, relative ones made absolute."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
-            found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
-        elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
-            "import_module",
-            "__import__",
-        ):
-            found |= {arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)}
-    return found
 
 
 def imports_of(path: Path) -> set[str]:

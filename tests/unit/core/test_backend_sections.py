@@ -7,8 +7,9 @@ import pytest
 from hastegeo.compute.azure_batch import DESCRIPTOR as BATCH
 from hastegeo.compute.azure_batch.settings import BatchSettings
 from hastegeo.compute.azure_ml import DESCRIPTOR as AML
-from hastegeo.config import load_settings
-from hastegeo.settings_base import load_section, workload_limits
+from hastegeo.compute.azure_ml.settings import AmlSettings
+from hastegeo.settings import load_settings
+from hastegeo.settings_base import DEFAULT_QUEUE_LIMIT_S, BackendSection, load_section, workload_limits
 from hastegeo.utils.errors import ConfigurationError
 
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
@@ -37,11 +38,24 @@ def test_the_descriptors_read_their_own_section() -> None:
             "BATCH_IMAGES": "imagery=img:1",
         }
     )
-    assert (BATCH.section, AML.section) == ("batch", "aml")
-    assert BATCH.workloads(settings, ["imagery", "training"]) == {"imagery"}
-    assert BATCH.limits(settings, ["training"]) == {"training": "BATCH_POOLS names no pool for it"}
-    assert BATCH.enable_problem(settings) is None
-    assert AML.limits(settings, ["imagery"]) == {"imagery": "AML_MODE is Disabled"}
+    assert (BATCH.settings, AML.settings) == (BatchSettings, AmlSettings)
+    batch, aml = settings.backend(BATCH.name), settings.backend(AML.name)
+    assert isinstance(batch, BatchSettings)
+    assert isinstance(aml, AmlSettings)
+    assert batch.workloads(["imagery", "training"]) == {"imagery"}
+    assert batch.limits(["training"]) == {"training": "BATCH_POOLS names no pool for it"}
+    assert batch.enable_problem() is None
+    assert aml.limits(["imagery"]) == {"imagery": "AML_MODE is Disabled"}
+
+
+def test_each_backend_owns_its_queue_limit() -> None:
+    settings = load_settings({**BASE, "HASTE_AZURE_BATCH_QUEUE_LIMIT_S": "600"})
+    assert settings.queue_limit_s("azure_batch") == 600
+    assert settings.queue_limit_s("azure_ml") == 3600
+    assert settings.queue_limit_s("local") == 3600
+    assert BackendSection().queue_limit() == DEFAULT_QUEUE_LIMIT_S  # a backend that declares no limit of its own
+    with pytest.raises(ConfigurationError, match="HASTE_LOCAL_QUEUE_LIMIT_S"):
+        load_settings({**BASE, "HASTE_LOCAL_QUEUE_LIMIT_S": "0"})
 
 
 def test_workload_limits_take_the_whole_reason_first_then_the_first_table_that_misses() -> None:

@@ -7,7 +7,6 @@ from types import SimpleNamespace
 from hastegeo.compute.azure_batch.capacity import pool_missing, pool_view, pool_wait
 from hastegeo.compute.azure_ml.capacity import run_wait
 from hastegeo.compute.capacity import CapacityWait, duration_text, verdict
-from hastegeo.config import CapacitySettings
 
 
 def batch_pool(**fields: object) -> SimpleNamespace:
@@ -87,14 +86,6 @@ def test_verdict_waits_moves_on_over_the_limit_and_at_once_when_blocked() -> Non
     )
     assert [duration_text(s) for s in (0, 119, 120, 7199, 7200, 7500)] == ["0 s", "119 s", "2 min", "119 min",
                                                                            "2 h", "2 h 5 min"]  # fmt: skip
-
-
-def test_each_backend_has_its_own_queue_limit() -> None:
-    limits = CapacitySettings.from_environ({"HASTE_AZURE_BATCH_QUEUE_LIMIT_S": "600"})
-    assert limits.queue_limit_s("azure_batch") == 600
-    assert limits.queue_limit_s("azure_ml") == 3600
-    assert limits.queue_limit_s("local") == 3600
-    assert limits.queue_limit_s("toy") == 3600
 
 
 def test_the_board_counts_waits_per_backend_and_keeps_the_last_reason() -> None:

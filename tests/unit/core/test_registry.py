@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from hastegeo.compute.registry import BackendRegistry
 from hastegeo.utils.errors import BackendUnavailableError, ConfigurationError
 
 CONTEXT: Any = BackendContext(settings=None, blob_service=None)  # type: ignore[arg-type]
+CONTEXTS: Any = defaultdict(lambda: CONTEXT)  # every backend is given the same one
 
 
 class Dummy:
@@ -24,7 +26,7 @@ class Dummy:
 
 
 def test_unknown_and_disabled_backends_are_classified() -> None:
-    registry = BackendRegistry([BackendDescriptor("local", Dummy)], enabled=[], context=CONTEXT)
+    registry = BackendRegistry([BackendDescriptor("local", Dummy)], enabled=[], contexts=CONTEXTS)
     with pytest.raises(BackendUnavailableError, match="Unknown backend 'nope'"):
         registry.get("nope")
     with pytest.raises(BackendUnavailableError, match="not enabled"):
@@ -38,7 +40,7 @@ def test_adapter_is_built_once_and_cached() -> None:
         built.append(Dummy(context))
         return built[-1]
 
-    registry = BackendRegistry([BackendDescriptor("local", factory)], enabled=["local"], context=CONTEXT)
+    registry = BackendRegistry([BackendDescriptor("local", factory)], enabled=["local"], contexts=CONTEXTS)
     assert registry.get("local") is registry.get("local")
     assert len(built) == 1
     assert built[0].context is CONTEXT
@@ -48,7 +50,7 @@ def test_provider_module_is_imported_only_when_first_used() -> None:
     module = "hastegeo.compute.azure_ml.adapter"
     sys.modules.pop(module, None)
     registry = BackendRegistry(
-        [BackendDescriptor("azure_ml", lazy_factory(f"{module}:create"))], enabled=["azure_ml"], context=CONTEXT
+        [BackendDescriptor("azure_ml", lazy_factory(f"{module}:create"))], enabled=["azure_ml"], contexts=CONTEXTS
     )
     assert module not in sys.modules
     assert registry.enabled == frozenset({"azure_ml"})
@@ -56,7 +58,7 @@ def test_provider_module_is_imported_only_when_first_used() -> None:
 
 def test_unloadable_factory_is_a_configuration_error() -> None:
     registry = BackendRegistry(
-        [BackendDescriptor("x", lazy_factory("no.such.module:create"))], enabled=["x"], context=CONTEXT
+        [BackendDescriptor("x", lazy_factory("no.such.module:create"))], enabled=["x"], contexts=CONTEXTS
     )
     with pytest.raises(ConfigurationError, match="cannot be loaded"):
         registry.get("x")
@@ -66,7 +68,7 @@ def test_failing_constructor_is_a_configuration_error() -> None:
     def broken(context: BackendContext) -> Dummy:
         raise RuntimeError("no credentials")
 
-    registry = BackendRegistry([BackendDescriptor("x", broken)], enabled=["x"], context=CONTEXT)
+    registry = BackendRegistry([BackendDescriptor("x", broken)], enabled=["x"], contexts=CONTEXTS)
     with pytest.raises(ConfigurationError, match="failed to start: RuntimeError: no credentials"):
         registry.get("x")
 
@@ -82,7 +84,7 @@ def test_constructor_runs_outside_the_lock() -> None:
         return Dummy(context)
 
     registry = BackendRegistry(
-        [BackendDescriptor("slow", slow), BackendDescriptor("fast", Dummy)], enabled=["slow", "fast"], context=CONTEXT
+        [BackendDescriptor("slow", slow), BackendDescriptor("fast", Dummy)], enabled=["slow", "fast"], contexts=CONTEXTS
     )
     worker = threading.Thread(target=registry.get, args=("slow",))
     worker.start()
@@ -104,7 +106,7 @@ def test_reentrant_constructor_does_not_deadlock() -> None:
     registry = BackendRegistry(
         [BackendDescriptor("outer", needs_other), BackendDescriptor("fast", Dummy)],
         enabled=["outer", "fast"],
-        context=CONTEXT,
+        contexts=CONTEXTS,
     )
     assert isinstance(registry.get("outer"), Dummy)
 
@@ -115,7 +117,7 @@ def test_the_local_backend_refuses_to_start_inside_azure_functions_unless_allowe
 
     from hastegeo.compute.local.adapter import LocalBackend
     from hastegeo.compute.registry import descriptors
-    from hastegeo.config import load_settings
+    from hastegeo.settings import load_settings
 
     env = {
         "AzureWebJobsStorage": "UseDevelopmentStorage=true",
@@ -126,8 +128,8 @@ def test_the_local_backend_refuses_to_start_inside_azure_functions_unless_allowe
     blobs = BlobServiceClient.from_connection_string("UseDevelopmentStorage=true")  # never called here
 
     def registry(**extra: str) -> BackendRegistry:
-        context = BackendContext(settings=load_settings({**env, **extra}), blob_service=blobs)
-        return BackendRegistry([descriptors()["local"]], enabled=["local"], context=context)
+        context = BackendContext(settings=load_settings({**env, **extra}).backend("local"), blob_service=blobs)
+        return BackendRegistry([descriptors()["local"]], enabled=["local"], contexts={"local": context})
 
     with pytest.raises(ConfigurationError, match="HASTE_LOCAL_ALLOW_IN_AZURE=true") as raised:
         registry().get("local")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hastegeo.config import load_settings
+from hastegeo.compute.contract import WORKLOADS
+from hastegeo.compute.local.settings import LocalSettings
+from hastegeo.settings import load_settings, sections
+from hastegeo.settings_base import BackendSection
 from hastegeo.utils.errors import ConfigurationError
 
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
@@ -15,7 +18,7 @@ def test_defaults() -> None:
     assert settings.routing.enabled_backends == ["local"]
     assert settings.routing.default_backend == "auto"
     assert settings.pipeline.max_body_bytes > 0
-    assert settings.backend_workloads("local") == {"imagery", "training", "inference", "embedding", "artifacts"}
+    assert settings.backend("local").workloads(WORKLOADS) == ALL_WORKLOADS
 
 
 def test_missing_storage_names_both_variables() -> None:
@@ -70,21 +73,22 @@ ALL_WORKLOADS = {"imagery", "training", "inference", "embedding", "artifacts"}
 )
 def test_azure_functions_is_detected_from_the_platform_variables(platform: dict[str, str], expected: bool) -> None:
     settings = load_settings({**BASE, **platform})
-    assert settings.in_azure_functions is expected
-    assert (settings.local_refusal() is not None) is expected
-    assert settings.backend_workloads("local") == (frozenset() if expected else ALL_WORKLOADS)
+    local = settings.section(LocalSettings)
+    assert local.in_azure_functions is expected
+    assert (local.refusal() is not None) is expected
+    assert settings.backend("local").workloads(WORKLOADS) == (frozenset() if expected else ALL_WORKLOADS)
 
 
 def test_the_local_backend_in_azure_takes_nothing_unless_explicitly_allowed() -> None:
     in_azure = {**BASE, "WEBSITE_INSTANCE_ID": "8c1f"}
     refused = load_settings(in_azure)
-    reason = refused.local_refusal()
+    reason = refused.section(LocalSettings).refusal()
     assert reason is not None
     assert "HASTE_LOCAL_ALLOW_IN_AZURE=true" in reason
-    assert set(refused.backend_limits("local").values()) == {reason}
+    assert set(refused.backend("local").limits(WORKLOADS).values()) == {reason}
     allowed = load_settings({**in_azure, "HASTE_LOCAL_ALLOW_IN_AZURE": "true"})
-    assert allowed.local_refusal() is None
-    assert allowed.backend_workloads("local") == ALL_WORKLOADS
+    assert allowed.section(LocalSettings).refusal() is None
+    assert allowed.backend("local").workloads(WORKLOADS) == ALL_WORKLOADS
     with pytest.raises(ConfigurationError, match="HASTE_LOCAL_ALLOW_IN_AZURE"):
         load_settings({**in_azure, "HASTE_LOCAL_ALLOW_IN_AZURE": "sometimes"})
 
@@ -101,13 +105,13 @@ BATCH = {
 
 def test_batch_takes_a_workload_only_with_a_pool_and_an_image() -> None:
     settings = load_settings(BATCH)
-    assert settings.backend_workloads("azure_batch") == {"imagery"}
-    limits = settings.backend_limits("azure_batch")
+    assert settings.backend("azure_batch").workloads(WORKLOADS) == {"imagery"}
+    limits = settings.backend("azure_batch").limits(WORKLOADS)
     assert limits["training"] == "BATCH_IMAGES names no image for it"
     assert limits["artifacts"] == "BATCH_POOLS names no pool for it"
     no_identity = load_settings({**BATCH, "BATCH_IDENTITY_RESOURCE_ID": ""})
-    assert no_identity.backend_workloads("azure_batch") == frozenset()
-    assert set(no_identity.backend_limits("azure_batch").values()) == {"BATCH_IDENTITY_RESOURCE_ID is empty"}
+    assert no_identity.backend("azure_batch").workloads(WORKLOADS) == frozenset()
+    assert set(no_identity.backend("azure_batch").limits(WORKLOADS).values()) == {"BATCH_IDENTITY_RESOURCE_ID is empty"}
 
 
 AML = {
@@ -123,8 +127,8 @@ AML = {
 
 def test_azure_ml_with_no_image_no_registered_environment_and_no_build_context_takes_nothing() -> None:
     settings = load_settings(AML)  # image source (the default) and AML_IMAGE empty
-    assert settings.backend_workloads("azure_ml") == frozenset()
-    (reason,) = set(settings.backend_limits("azure_ml").values())
+    assert settings.backend("azure_ml").workloads(WORKLOADS) == frozenset()
+    (reason,) = set(settings.backend("azure_ml").limits(WORKLOADS).values())
     assert reason.startswith("no environment to run in: AML_IMAGE is empty")
     assert "AML_ENVIRONMENT_SOURCE=registered" in reason
 
@@ -139,11 +143,31 @@ def test_azure_ml_with_no_image_no_registered_environment_and_no_build_context_t
 )
 def test_azure_ml_with_an_environment_takes_the_workloads_it_has_compute_for(source: dict[str, str]) -> None:
     settings = load_settings({**AML, **source})
-    assert settings.backend_workloads("azure_ml") == {"training", "artifacts"}
-    assert settings.backend_limits("azure_ml")["imagery"] == "AML_COMPUTE names no compute target for it"
+    assert settings.backend("azure_ml").workloads(WORKLOADS) == {"training", "artifacts"}
+    assert settings.backend("azure_ml").limits(WORKLOADS)["imagery"] == "AML_COMPUTE names no compute target for it"
 
 
 def test_a_disabled_azure_ml_takes_nothing_and_says_why() -> None:
     settings = load_settings(BASE)
-    assert set(settings.backend_limits("azure_ml").values()) == {"AML_MODE is Disabled"}
-    assert settings.backend_workloads("no-such-backend") == frozenset()
+    assert set(settings.backend("azure_ml").limits(WORKLOADS).values()) == {"AML_MODE is Disabled"}
+    with pytest.raises(ConfigurationError, match="'no-such-backend' is not a backend"):
+        settings.backend("no-such-backend")
+
+
+def test_each_backend_section_is_its_own_by_name_and_by_type() -> None:
+    settings = load_settings(BASE)
+    assert list(settings.backends) == ["local", "azure_batch", "azure_ml"]  # the descriptors' order
+    assert settings.section(LocalSettings) is settings.backend("local")
+    with pytest.raises(ConfigurationError, match="0 backends read BackendSection"):
+        settings.section(BackendSection)  # the base, which no built-in backend reads
+
+
+def test_the_sections_are_the_apps_own_then_each_backends_from_its_descriptor() -> None:
+    declared = sections()
+    assert list(declared) == [
+        *("storage", "routing", "pipeline", "auth", "capacity", "telemetry", "events"),
+        *("local", "azure_batch", "azure_ml"),
+    ]
+    assert declared["local"] is LocalSettings
+    aliases = [field.alias for model in declared.values() for field in model.model_fields.values() if field.alias]
+    assert len(aliases) == len(set(aliases))  # one declaration per variable

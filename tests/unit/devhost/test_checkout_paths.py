@@ -12,11 +12,13 @@ REPO = Path(__file__).resolve().parents[3]
 
 PROBE = """
 import json
+from pathlib import Path
 from hastegeo_dev.checkout import OWN_CHECKOUT, repo_root
 from hastegeo_dev.cli import default_workdir
 from hastegeo_dev.devhost.azurite import find_azurite
+from hastegeo_dev.stack import LocalStack
 print(json.dumps({"own": str(OWN_CHECKOUT), "root": str(repo_root()), "azurite": find_azurite(),
-                  "workdir": str(default_workdir())}))
+                  "workdir": str(default_workdir()), "stack": str(LocalStack(Path("w")).root)}))
 """
 
 
@@ -32,6 +34,7 @@ def test_paths_from_a_folder_outside_the_checkout(tmp_path: Path) -> None:
         "root": str(REPO),
         "azurite": str(REPO / "node_modules" / ".bin" / "azurite"),
         "workdir": str(REPO / ".haste" / "dev"),
+        "stack": str(REPO),  # the app the stack's host serves, and its host.json
     }
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.config import load_settings, telemetry_settings
-from hastegeo.telemetry.configure import parse_export
+from hastegeo.config import parse_export, telemetry_settings
+from hastegeo.settings import load_settings
 from hastegeo.utils.errors import ConfigurationError
 
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}

@@ -18,8 +18,8 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from hastegeo.config import load_settings
 from hastegeo.runtime import ensure_storage
+from hastegeo.settings import load_settings
 from hastegeo_dev.checkout import repo_root
 from hastegeo_dev.devhost.azurite import Azurite
 

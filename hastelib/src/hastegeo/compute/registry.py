@@ -1,8 +1,8 @@
 """The backends this app knows, one :class:`BackendDescriptor` each, and the registry that builds them once.
 
-A backend is one folder: its package exports ``DESCRIPTOR`` (name, settings
-section, the workloads it can run under the current settings and why not the
-others, a factory). The built-in ones are listed here; any other is found
+A backend is one folder: its package exports ``DESCRIPTOR`` (name, factory,
+and its own settings section, which says what it can run under the current
+settings and why not the rest). The built-in ones are listed here; any other is found
 through the ``hastegeo.backends`` entry point group, so a new backend is
 routable, listed by ``GET /api/backends`` and accepted by the API and the CLI
 without another file changing (ADR 0009). Every other list of backend names
@@ -54,10 +54,13 @@ def backend_names() -> tuple[str, ...]:
 class BackendRegistry:
     """The enabled backends of this process, each built once on first use."""
 
-    def __init__(self, known: Iterable[BackendDescriptor], enabled: Iterable[str], context: BackendContext) -> None:
+    def __init__(
+        self, known: Iterable[BackendDescriptor], enabled: Iterable[str], contexts: Mapping[str, BackendContext]
+    ) -> None:
+        """``contexts``: per backend name, what its factory is given (its own section and the outside world)."""
         self.descriptors = {descriptor.name: descriptor for descriptor in known}
         self.enabled = frozenset(enabled)
-        self.context = context
+        self.contexts = contexts
         self._instances: dict[str, ComputeBackend] = {}
         self._lock = threading.Lock()
 
@@ -77,7 +80,7 @@ class BackendRegistry:
             cached = self._instances.get(name)
         if cached is not None:
             return cached
-        instance = _build(descriptor, self.context)  # outside the lock, on purpose
+        instance = _build(descriptor, self.contexts[name])  # outside the lock, on purpose
         with self._lock:
             kept = self._instances.setdefault(name, instance)
         if kept is not instance:  # another thread won the race: release what we built

@@ -108,7 +108,7 @@ class PollStep:
         job = version.job
         assert job.handle is not None
         waited = (deps.clock() - (job.started_at or job.created_at)).total_seconds()
-        limit = deps.settings.capacity.queue_limit_s(job.handle.backend)
+        limit = deps.settings.queue_limit_s(job.handle.backend)
         line = capacity.verdict(job.handle.backend, waited, limit, status.capacity)
         if line is None:
             return False

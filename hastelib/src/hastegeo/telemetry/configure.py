@@ -23,6 +23,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hastegeo.config import parse_export
+
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
 
@@ -35,20 +37,6 @@ _configured: str | None = None
 EXPORT_DELAY_MS = 1000
 EXPORT_BATCH = 512
 SPAN_QUEUE = 4096
-
-
-def parse_export(value: str) -> tuple[str, Path | None]:
-    """``(mode, path)`` from a ``HASTE_OTEL_EXPORT`` value.
-
-    Raises:
-        ValueError: the value is none of ``off``, ``console``, ``azure``, ``file:PATH``.
-    """
-    value = value.strip()
-    if value in ("", "off", "console", "azure"):
-        return value or "off", None
-    if value.startswith("file:") and value[5:].strip():
-        return "file", Path(value[5:].strip())
-    raise ValueError(f"{value!r}: choose off, console, azure or file:PATH")
 
 
 def configure_telemetry(export: str, *, metric_interval_s: float = 1.0) -> str:

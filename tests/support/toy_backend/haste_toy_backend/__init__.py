@@ -6,17 +6,24 @@ package and its ``*.dist-info`` whose ``entry_points.txt`` registers
 path (``pip install`` does the same for a real one) and the backend is known
 to settings, routing, ``GET /api/backends``, the API and the CLI.
 
-The toy keeps its jobs in memory and never finishes them; it runs only
-``artifacts`` workloads, and says why it takes no other.
+The toy keeps its jobs in memory and never finishes them. Its settings are
+its own (:class:`ToySettings`, variables ``HASTE_TOY_*``): they join the app's
+settings, start-up validation, the drift check and the settings table through
+the descriptor alone. It runs the workloads ``HASTE_TOY_WORKLOADS`` names
+(``artifacts`` by default), says why it takes no other, and moves a job on after
+``HASTE_TOY_QUEUE_LIMIT_S``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from pydantic import Field, field_validator
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
+    WORKLOADS,
     ComputeBackend,
     ComputeJobHandle,
     ComputeJobSpec,
@@ -25,6 +32,32 @@ from hastegeo.compute.contract import (
     OutputRead,
 )
 from hastegeo.compute.descriptor import BackendDescriptor
+from hastegeo.settings_base import BackendSection, CsvList, queue_limit_field
+
+
+class ToySettings(BackendSection):
+    workloads_run: CsvList = Field(
+        ["artifacts"], alias="HASTE_TOY_WORKLOADS", description="Workloads the toy backend runs, e.g. artifacts."
+    )
+    queue_limit_s: int = queue_limit_field("HASTE_TOY_QUEUE_LIMIT_S", 60, "the toy")
+
+    @field_validator("workloads_run")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(WORKLOADS))
+        if unknown:
+            raise ValueError(f"not workloads: {unknown}")
+        return value
+
+    def limits(self, workloads: Iterable[str]) -> dict[str, str]:
+        runs = ", ".join(self.workloads_run) or "nothing"
+        return {workload: f"the toy runs {runs} only" for workload in workloads if workload not in self.workloads_run}
+
+    def enable_problem(self) -> str | None:
+        return None if self.workloads_run else "HASTE_TOY_WORKLOADS is empty"
+
+    def queue_limit(self) -> int:
+        return self.queue_limit_s
 
 
 class ToyBackend(ComputeBackend):
@@ -33,6 +66,7 @@ class ToyBackend(ComputeBackend):
 
     def __init__(self, context: BackendContext) -> None:
         self._clock = context.clock
+        self.settings = context.section(ToySettings)
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
         self.submitted.setdefault(spec.name, spec)
@@ -56,8 +90,4 @@ class ToyBackend(ComputeBackend):
         return []
 
 
-def _limits(settings: Any, workloads: Iterable[str]) -> dict[str, str]:
-    return {workload: "the toy runs artifacts only" for workload in workloads if workload != "artifacts"}
-
-
-DESCRIPTOR = BackendDescriptor(name="toy", factory=ToyBackend, limits=_limits)
+DESCRIPTOR = BackendDescriptor(name="toy", factory=ToyBackend, settings=ToySettings)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
-from hastegeo.compute.descriptor import BackendDescriptor
+from hastegeo.compute.azure_batch.settings import BatchSettings
+from hastegeo.compute.descriptor import BackendDescriptor, lazy_factory
 
-DESCRIPTOR = BackendDescriptor.for_section("azure_batch", "batch", "hastegeo.compute.azure_batch.adapter:create")
+DESCRIPTOR = BackendDescriptor(
+    name="azure_batch", factory=lazy_factory("hastegeo.compute.azure_batch.adapter:create"), settings=BatchSettings
+)

@@ -293,7 +293,7 @@ def create(context: BackendContext) -> BatchBackend:
     Raises:
         ConfigurationError: the account URL or the pools' identity is not configured.
     """
-    settings = context.settings.batch
+    settings = context.section(BatchSettings)
     if not settings.account_url:
         raise ConfigurationError("BATCH_ACCOUNT_URL is empty")
     if not settings.identity_resource_id:

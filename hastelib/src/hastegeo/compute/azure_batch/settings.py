@@ -1,4 +1,4 @@
-"""Settings of the Azure Batch backend (environment variables BATCH_*)."""
+"""Settings of the Azure Batch backend (environment variables BATCH_*, and HASTE_AZURE_BATCH_QUEUE_LIMIT_S)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from hastegeo.settings_base import BackendSection, CsvMap, workload_limits
+from hastegeo.settings_base import BackendSection, CsvMap, queue_limit_field, workload_limits
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -65,6 +65,9 @@ class BatchSettings(BackendSection):
         ge=0,
         description="How long cancel/cleanup wait for a job termination to be confirmed (s).",
     )
+    queue_limit_s: int = queue_limit_field(
+        "HASTE_AZURE_BATCH_QUEUE_LIMIT_S", 1800, "a Batch node (pool resizes time out at 15 min)"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> BatchSettings:
@@ -82,6 +85,9 @@ class BatchSettings(BackendSection):
 
     def enable_problem(self) -> str | None:
         return None if self.account_url else "BATCH_ACCOUNT_URL is empty"
+
+    def queue_limit(self) -> int:
+        return self.queue_limit_s
 
     def limits(self, workloads: Iterable[str]) -> dict[str, str]:
         empty = self.empty("account_url", "identity_resource_id")

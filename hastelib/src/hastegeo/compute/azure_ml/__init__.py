@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
-from hastegeo.compute.descriptor import BackendDescriptor
+from hastegeo.compute.azure_ml.settings import AmlSettings
+from hastegeo.compute.descriptor import BackendDescriptor, lazy_factory
 
-DESCRIPTOR = BackendDescriptor.for_section("azure_ml", "aml", "hastegeo.compute.azure_ml.adapter:create")
+DESCRIPTOR = BackendDescriptor(
+    name="azure_ml", factory=lazy_factory("hastegeo.compute.azure_ml.adapter:create"), settings=AmlSettings
+)

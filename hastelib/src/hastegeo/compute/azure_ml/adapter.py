@@ -284,7 +284,7 @@ def create(context: BackendContext, client_factory: ClientFactory | None = None)
     Raises:
         ConfigurationError: ``AML_MODE`` is Disabled or ``AML_CODE_DIR`` is not a directory.
     """
-    settings = context.settings.aml
+    settings = context.section(AmlSettings)
     if not settings.enabled:
         raise ConfigurationError("azure_ml is used but AML_MODE is Disabled: set AML_MODE=Existing (or Create)")
     if settings.code_dir and not Path(settings.code_dir).is_dir():

@@ -1,4 +1,4 @@
-"""Settings of the Azure ML backend (environment variables AML_*), the only place they are declared.
+"""Settings of the Azure ML backend (AML_*, and HASTE_AZURE_ML_QUEUE_LIMIT_S), the only place they are declared.
 
 Enabling the backend needs only ``AML_MODE`` (``Existing`` or ``Create``) and the
 workspace coordinates (``AML_SUBSCRIPTION_ID``, ``AML_RESOURCE_GROUP``,
@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from hastegeo.compute.contract import WORKLOADS
-from hastegeo.settings_base import BackendSection, CsvMap, load_section, workload_limits
+from hastegeo.settings_base import BackendSection, CsvMap, load_section, queue_limit_field, workload_limits
 
 
 class AmlMode(enum.StrEnum):
@@ -134,6 +134,7 @@ class AmlSettings(BackendSection):
     retry_delay_s: float = Field(
         1.0, alias="AML_RETRY_DELAY_S", ge=0, description="First delay between attempts (s); doubles each time."
     )
+    queue_limit_s: int = queue_limit_field("HASTE_AZURE_ML_QUEUE_LIMIT_S", 3600, "its Azure ML compute")
 
     @model_validator(mode="after")
     def _coordinates(self) -> AmlSettings:
@@ -160,6 +161,9 @@ class AmlSettings(BackendSection):
 
     def enable_problem(self) -> str | None:
         return None if self.enabled else "AML_MODE is Disabled"
+
+    def queue_limit(self) -> int:
+        return self.queue_limit_s
 
     def limits(self, workloads: Iterable[str]) -> dict[str, str]:
         """An Environment must come from somewhere: ``AML_IMAGE`` (image source; job specs name no image),

@@ -52,6 +52,7 @@ from hastegeo.compute.contract import (
     OutputRead,
 )
 from hastegeo.compute.fairshare import limit_reason
+from hastegeo.compute.local.settings import LocalSettings
 from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
 from hastegeo.compute.tail import TAIL_BYTES, with_stderr
 from hastegeo.compute.transfer import download, download_prefix, upload
@@ -79,7 +80,7 @@ class LocalBackend(ComputeBackend):
         self._blobs = context.transfer_blobs or context.blob_service
         self._layout = LocalLayout(root).ensure()
         self._slots, self._python, self._niceness = slots, python, niceness
-        self._project_limit = context.settings.capacity.project_limit("local")
+        self._project_limit = context.project_limit
 
     def submit(self, spec: ComputeJobSpec) -> ComputeJobHandle:
         job_dir = self._layout.job_dir(spec.name)
@@ -356,10 +357,10 @@ def create(context: BackendContext) -> LocalBackend:
         ConfigurationError: inside Azure Functions, unless HASTE_LOCAL_ALLOW_IN_AZURE=true: workloads
             would run as processes on the Functions instance itself.
     """
-    refusal = context.settings.local_refusal()
+    settings = context.section(LocalSettings)
+    refusal = settings.refusal()
     if refusal:
         raise ConfigurationError(f"The local backend refuses to start: {refusal}")
-    settings = context.settings.local
     root = Path(settings.root) if settings.root else Path(tempfile.gettempdir()) / "haste-local"
     slots = settings.slots or os.cpu_count() or 1
     python = settings.python or sys.executable

@@ -1,0 +1,126 @@
+"""Imports go one way between settings, backends, models and telemetry (docs/adr/0028).
+
+``hastegeo.config`` holds the app's own sections and imports nothing from
+``hastegeo.compute``; each backend declares its section in its folder and names
+it in its descriptor; :mod:`hastegeo.settings` composes the two from above. The
+graph read here holds every import a module can make: at module level, inside a
+function, under ``TYPE_CHECKING`` and through ``importlib.import_module`` with a
+literal name, so a cycle hidden by a deferred import is still a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from tests.support.imports import LIBRARY, imported_names, modules_loaded_by, package_of
+
+# The floors below the pipeline whose modules must import one another without a cycle.
+FLOORS = ("auth", "config", "settings", "settings_base", "compute", "models", "telemetry", "utils", "processors")
+# Cycles that stay inside one package and exist only for type hints (``if TYPE_CHECKING``).
+TYPE_ONLY = [
+    ["hastegeo.compute.contract", "hastegeo.compute.fingerprint"],
+    ["hastegeo.models.changes", "hastegeo.models.job"],
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(LIBRARY.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the library modules it imports, importing a module counting as importing its parent packages."""
+    paths = {module_name(path): path for path in LIBRARY.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        targets: set[str] = set()
+        for imported in imported_names(path, package_of(path) if path.name != "__init__.py" else name):
+            while imported and imported not in paths:  # ``from package import name`` names a module or an object
+                imported = imported.rpartition(".")[0]
+            parents = imported.split(".")
+            targets |= {".".join(parents[:i]) for i in range(2, len(parents) + 1)}
+        graph[name] = {target for target in targets if target != name and not name.startswith(f"{target}.")}
+    return graph
+
+
+def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted, in sorted order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def reachable(graph: Mapping[str, Iterable[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def on_floors(name: str) -> bool:
+    return name.split(".")[1] in FLOORS if name.count(".") else False
+
+
+def test_the_floors_below_the_pipeline_import_one_another_without_a_cycle() -> None:
+    graph = import_graph()
+    assert len(graph) > 100  # the whole library, not a corner of it
+    floors = {name: {t for t in targets if on_floors(t)} for name, targets in graph.items() if on_floors(name)}
+    assert cycles(floors) == TYPE_ONLY
+
+
+def test_config_and_the_settings_building_blocks_reach_no_backend() -> None:
+    graph = import_graph()
+    for start in ("hastegeo.config", "hastegeo.settings_base"):
+        assert sorted(name for name in reachable(graph, start) if name.startswith("hastegeo.compute")) == [], start
+    # A backend's folder reaches its own settings and never the app's: its descriptor carries the section.
+    for backend in ("local", "azure_batch", "azure_ml"):
+        assert "hastegeo.config" not in reachable(graph, f"hastegeo.compute.{backend}"), backend
+
+
+def test_in_a_fresh_interpreter_config_loads_no_backend_and_a_descriptor_loads_no_config() -> None:
+    assert not {name for name in modules_loaded_by("import hastegeo.config") if name.startswith("hastegeo.compute")}
+    listed = modules_loaded_by("from hastegeo.compute.registry import descriptors\ndescriptors()")
+    assert "hastegeo.compute.local.settings" in listed
+    assert "hastegeo.config" not in listed
+
+
+def test_the_scan_finds_the_knot_it_guards_against() -> None:
+    """The control: the cycle this change removed (config → registry → descriptor → config) is found."""
+    knot = {
+        "hastegeo.config": {"hastegeo.compute.registry"},
+        "hastegeo.compute.registry": {"hastegeo.compute.descriptor"},
+        "hastegeo.compute.descriptor": {"hastegeo.config"},
+        "hastegeo.models.job": {"hastegeo.compute.registry"},
+    }
+    assert cycles(knot) == [["hastegeo.compute.descriptor", "hastegeo.compute.registry", "hastegeo.config"]]
+    assert "hastegeo.compute.registry" in reachable(import_graph(), "hastegeo.settings")  # edges are read at all
