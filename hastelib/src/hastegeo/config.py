@@ -6,7 +6,7 @@ sections). A backend's section lives in its own folder and reaches
 :class:`Settings` through its descriptor (:mod:`hastegeo.settings` composes
 them), so this module imports nothing from ``hastegeo.compute``: it names no
 backend and knows their names only as the keys of :attr:`Settings.backends`
-(docs/adr/0028). :func:`compose_settings` validates everything at start-up and
+(docs/adr/0029). :func:`compose_settings` validates everything at start-up and
 raises one :class:`ConfigurationError` that names every bad variable, so a
 typo fails the deployment at once instead of a job at 3 a.m.
 """

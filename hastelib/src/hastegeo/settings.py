@@ -4,7 +4,7 @@
 section and names it in its descriptor (:mod:`hastegeo.compute.registry` finds
 built-in and installed ones alike). This module is where the two meet, above
 both, so a backend with settings changes no file outside its folder and its
-entry point (docs/adr/0009, docs/adr/0028).
+entry point (docs/adr/0009, docs/adr/0029).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ and every backend's folder (its own section, named by its descriptor) build on
 this module and on nothing of each other's. A backend's section
 (:class:`BackendSection`) also says what the backend cannot do with these
 settings and how long a job may wait for its compute, so no adapter, router or
-capacity check writes that twice (docs/adr/0028).
+capacity check writes that twice (docs/adr/0029).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Imports go one way between settings, backends, models and telemetry (docs/adr/0028).
+"""Imports go one way between settings, backends, models and telemetry (docs/adr/0029).
 
 ``hastegeo.config`` holds the app's own sections and imports nothing from
 ``hastegeo.compute``; each backend declares its section in its folder and names
