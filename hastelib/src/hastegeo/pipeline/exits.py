@@ -49,14 +49,11 @@ class ExitChannel:
 
 
 class ExitHandler:
-    """``handler(job_id)``: run ``poll`` for the job now, on a daemon thread; ``fallback`` if it fails."""
+    """Run ``poll`` for a job whose workload exited, now; ``fallback`` (its nudge message) if that fails."""
 
     def __init__(self, poll: Step, fallback: Step) -> None:
         self._poll = poll
         self._fallback = fallback
-
-    def __call__(self, job_id: str) -> None:
-        threading.Thread(target=self.run, args=(job_id,), name=f"job-exit-{job_id[:12]}", daemon=True).start()
 
     def serve(self, channel: ExitChannel) -> None:
         """Handle every exit posted on ``channel``, each on a thread of its own, for the life of the process."""
@@ -65,7 +62,9 @@ class ExitHandler:
             while True:
                 job_id = channel.take()
                 try:
-                    self(job_id)
+                    threading.Thread(
+                        target=self.run, args=(job_id,), name=f"job-exit-{job_id[:12]}", daemon=True
+                    ).start()
                 except Exception:  # no thread to spare: the job's poll chain finds the exit
                     log.warning("job %s: its exit could not be handled here", job_id, exc_info=True)
 
