@@ -7,14 +7,13 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
-from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.compute.service import ExecutionService
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.pipeline.outputs import OutputReader
-from hastegeo.pipeline.poll import PollStep
+from hastegeo.pipeline.finish import FinishStep
+from hastegeo.pipeline.follow import FollowStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import JobMessage
@@ -78,16 +77,9 @@ NODE_CAUSES = (
 
 
 def with_blob_reader(runtime: Runtime, blobs: BlobServiceClient) -> Runtime:
-    """The same runtime, except that post-processing's blob fallback reads through ``blobs``."""
-
-    def read_blob(container: str, name: str) -> bytes | None:
-        try:
-            return blobs.get_container_client(container).download_blob(name).readall()
-        except ResourceNotFoundError:
-            return None
-
-    deps = dataclasses.replace(runtime.deps, service=ExecutionService(runtime.registry, read_blob))
-    poll = PollStep(deps, OutputReader(runtime.blobs, deps.service), runtime.acceptor)
+    """The same runtime, except that post-processing's blob reads (its fallback among them) go through ``blobs``."""
+    deps = dataclasses.replace(runtime.deps, service=ExecutionService(runtime.registry, blobs))
+    poll = FollowStep(deps, FinishStep(deps, runtime.acceptor))
     return dataclasses.replace(runtime, deps=deps, poll=poll)
 
 

@@ -331,7 +331,7 @@ def test_a_backend_that_cannot_list_costs_only_its_own_sweep_and_is_logged_once_
     refusing = registry.get("refusing")  # built first, so it is listed first
     assert isinstance(refusing, RefusingBackend)
     registry.get("local")  # the same folder as the runtime's own local backend
-    step = ReconcileStep(dataclasses.replace(runtime.deps, service=ExecutionService(registry, lambda c, n: None)))
+    step = ReconcileStep(dataclasses.replace(runtime.deps, service=ExecutionService(registry, runtime.blobs)))
 
     orphan = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
     runtime.submit.handle(JobMessage(job_id=orphan.id, kind="submit"))

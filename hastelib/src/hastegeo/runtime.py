@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient, ExponentialRetry, LinearRetry
 from azure.storage.queue import QueueServiceClient
 
@@ -31,9 +31,9 @@ from hastegeo.events.publish import EventPublisher
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.control import CancelStep, PoisonStep
 from hastegeo.pipeline.deps import PipelineDeps
-from hastegeo.pipeline.exits import ExitHandler
-from hastegeo.pipeline.outputs import OutputReader
-from hastegeo.pipeline.poll import PollStep
+from hastegeo.pipeline.exits import ExitChannel, ExitHandler
+from hastegeo.pipeline.finish import FinishStep
+from hastegeo.pipeline.follow import FollowStep
 from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.pipeline.rerun import Retrier
 from hastegeo.pipeline.submit import SubmitStep
@@ -100,7 +100,7 @@ class Runtime:
     deps: PipelineDeps
     acceptor: JobAcceptor
     submit: SubmitStep
-    poll: PollStep
+    poll: FollowStep  # the poll queue's step: follows a job, and hands it to finishing once it ended
     cancel: CancelStep
     poison: PoisonStep
     upstream: UpstreamStep
@@ -186,9 +186,8 @@ def build_runtime(
     def nudge(message: JobMessage) -> None:
         queues.send(POLL_QUEUE, message)
 
-    steps: list[PollStep] = []  # the poll step, once built (the backends it drives are built first)
-    exits = ExitHandler(poll=lambda message: steps[0].handle(message), fallback=nudge)
-    notify_exit = exits if inline_exits else (lambda job_id: nudge(JobMessage(job_id=job_id, kind="nudge")))
+    exits = ExitChannel()  # taken by the poll step once it is built (the backends it drives come first)
+    notify_exit = exits.post if inline_exits else (lambda job_id: nudge(JobMessage(job_id=job_id, kind="nudge")))
     transfer_blobs = transfer_client(blobs)
     contexts = {
         name: BackendContext(
@@ -221,14 +220,7 @@ def build_runtime(
     for candidate in router.candidates.values():
         if candidate.takes_nothing_because:  # enabled, yet no job can go there: say so at start-up
             log.warning("backend %s takes no job: %s", candidate.name, candidate.takes_nothing_because)
-
-    def read_blob(container: str, name: str) -> bytes | None:
-        try:
-            return blobs.get_container_client(container).download_blob(name).readall()
-        except ResourceNotFoundError:
-            return None
-
-    service = ExecutionService(registry, read_blob)
+    service = ExecutionService(registry, blobs)
     deps = PipelineDeps(
         settings=settings,
         store=store,
@@ -250,8 +242,9 @@ def build_runtime(
         ),
         queues=api_queues,
     )
-    poll = PollStep(deps, OutputReader(blobs, service), acceptor)
-    steps.append(poll)
+    poll = FollowStep(deps, FinishStep(deps, acceptor))
+    if inline_exits:
+        ExitHandler(poll=poll.handle, fallback=nudge).serve(exits)
     return Runtime(
         settings=settings,
         blobs=blobs,

@@ -4,23 +4,24 @@ The pipeline asks this service to submit a spec on a named backend and then
 dispatches every later call by the handle's backend, so a job keeps talking
 to the backend that started it even if routing settings change meanwhile.
 Reading an output tries the provider first and then the blob copy every
-backend uploads, which is what lets a job finish after its node is gone.
+backend uploads, which is what lets a job finish after its node is gone; the
+service reads that copy itself and returns what it found as a value
+(:class:`ServedOutput`: the provider's copy, the blob copy, or why neither).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
+
+from azure.core.exceptions import ResourceNotFoundError
+from azure.storage.blob import BlobClient, BlobServiceClient
 
 from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJobSpec, ComputeStatus
 from hastegeo.compute.registry import BackendRegistry
 from hastegeo.utils.errors import BackendUnavailableError, HasteError, TransientBackendError, describe_exception
 
 log = logging.getLogger(__name__)
-
-# Reads ``container/blob`` and returns the bytes, or None when it does not exist.
-BlobReader = Callable[[str, str], "bytes | None"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,9 @@ class ServedOutput:
 
 
 class ExecutionService:
-    def __init__(self, registry: BackendRegistry, read_blob: BlobReader) -> None:
+    def __init__(self, registry: BackendRegistry, blobs: BlobServiceClient) -> None:
         self._registry = registry
-        self._read_blob = read_blob
+        self._blobs = blobs  # where every backend uploads a job's files (its handle's output location)
 
     def submit(self, backend: str, spec: ComputeJobSpec) -> ComputeJobHandle:
         """Submit ``spec`` on ``backend``; a repeat binds to the same provider job."""
@@ -123,12 +124,29 @@ class ExecutionService:
         if data is not None:
             return ServedOutput(path, data)
         try:
-            data = self._read_blob(handle.output.container, handle.output.child(path))
+            data = self.read_blob(handle, path)
         except Exception as exc:
             served = ServedOutput(path, None, reason, blob_error=describe_exception(exc))
             log.warning("%s (backend %s)", served.unreadable, handle.backend)
             return served
         return ServedOutput(path, data, reason, from_blob=True)
+
+    def read_blob(self, handle: ComputeJobHandle, path: str) -> bytes | None:
+        """The blob copy of ``path`` (None: there is none); storage errors propagate."""
+        try:
+            return self._output_blob(handle, path).download_blob().readall()
+        except ResourceNotFoundError:
+            return None
+
+    def blob_size(self, handle: ComputeJobHandle, path: str) -> int | None:
+        """The size of the blob copy of ``path`` (None: there is none), without reading it."""
+        try:
+            return int(self._output_blob(handle, path).get_blob_properties().size)
+        except ResourceNotFoundError:
+            return None
+
+    def _output_blob(self, handle: ComputeJobHandle, path: str) -> BlobClient:
+        return self._blobs.get_blob_client(handle.output.container, handle.output.child(path))
 
     def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
         """New bytes of a growing file, if the backend can serve them cheaply; else None."""

@@ -30,10 +30,8 @@ class CancelStep:
             ConflictError: the job already ended, or is post-processing (its work is done).
         """
         deps = self._deps
-        ended = [False]  # did this call end it? (the change may run more than once)
 
         def change(job: Job) -> Job | None:
-            ended[0] = False
             if job.state is JobState.CANCEL_REQUESTED:
                 return None
             if job.state.terminal:
@@ -41,7 +39,6 @@ class CancelStep:
             if job.state not in CANCELLABLE:
                 raise ConflictError(f"Job {job.id} is {job.state.value} and can no longer be cancelled")
             if job.state is JobState.QUEUED:
-                ended[0] = True
                 return deps.event(
                     job,
                     message="cancelled before it was submitted",
@@ -56,17 +53,13 @@ class CancelStep:
                 state=JobState.CANCEL_REQUESTED,
             )
 
-        job = deps.store.update(job_id, change).job
+        update = deps.store.update(job_id, change)
+        job = update.job
         tracer.annotate(job)
-        if ended[0]:
+        if update.wrote and job.state.terminal:  # a queued job: this call ended it
             ended_job(job)
         if job.state is JobState.CANCEL_REQUESTED and job.handle is not None:
-            try:
-                deps.service.cancel(job.handle)
-            except HasteError as exc:  # the poll step retries the cancel
-                log.warning(
-                    "cancel of %s failed, will retry: %s", job.id, describe_exception(exc), extra=job_fields(job)
-                )
+            deps.cancel_provider(job.handle, job, "the poll step")
             with tracer.within(job.trace_parent):  # the poll that sees it stop belongs to the job's trace
                 deps.queues.send(POLL_QUEUE, JobMessage(job_id=job.id, kind="nudge"))
         return job
@@ -90,10 +83,8 @@ class PoisonStep:
     def _fail(self, message: JobMessage, queue: str, version: Versioned | None) -> None:
         deps = self._deps
         step = "submit" if message.kind == "submit" else "poll"
-        ended = [False]
 
         def change(job: Job) -> Job | None:
-            ended[0] = not job.state.terminal
             if job.state.terminal:
                 return None
             cause = job.last_error or "no error was recorded"
@@ -107,7 +98,7 @@ class PoisonStep:
             )
 
         try:
-            job = deps.store.update(message.job_id, change, known=version).job
+            update = deps.store.update(message.job_id, change, known=version)
         except HasteError as exc:
             log.error(
                 "poison message for job %s could not be applied: %s",
@@ -116,13 +107,9 @@ class PoisonStep:
                 extra=job_fields(job_id=message.job_id),
             )
             return
+        job = update.job
         tracer.annotate(job)
-        if ended[0]:
+        if update.wrote:
             ended_job(job, "poison")
         if job.state is JobState.FAILED and job.handle is not None:
-            try:
-                deps.service.cancel(job.handle)
-            except HasteError as exc:
-                log.warning(
-                    "cancel of %s after poison failed: %s", job.id, describe_exception(exc), extra=job_fields(job)
-                )
+            deps.cancel_provider(job.handle, job, "the reconciler's orphan sweep")

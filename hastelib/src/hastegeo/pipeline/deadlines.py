@@ -12,8 +12,6 @@ from hastegeo.models.history import clean_message
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps, ended_job
-from hastegeo.telemetry.logs import job_fields
-from hastegeo.utils.errors import HasteError, describe_exception
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +55,5 @@ def expire(deps: PipelineDeps, job: Job, source: str) -> bool:
     if update.wrote:
         ended_job(update.job, "deadline")
     if update.wrote and update.job.handle is not None:
-        try:
-            deps.service.cancel(update.job.handle)
-        except HasteError as exc:  # the reconciler's orphan sweep tries again
-            log.warning(
-                "cancel of expired job %s failed: %s", job.id, describe_exception(exc), extra=job_fields(update.job)
-            )
+        deps.cancel_provider(update.job.handle, update.job, "the reconciler's orphan sweep")
     return update.wrote

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hastegeo.compute.contract import BlobLocation
+from hastegeo.compute.contract import BlobLocation, ComputeJobHandle
 from hastegeo.compute.router import ComputeRouter
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings
@@ -25,7 +25,7 @@ from hastegeo.store.queues import POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.telemetry.meter import ReasonClass
-from hastegeo.utils.errors import JobNotFoundError
+from hastegeo.utils.errors import JobNotFoundError, describe_exception
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,27 @@ class PipelineDeps:
         if update.wrote:
             ended_job(update.job, reason_class)
         return update.wrote
+
+    def cancel_provider(self, handle: ComputeJobHandle, job: Job | str, retried_by: str) -> None:
+        """Ask the provider to stop the job of ``handle`` (``job``, or its id); a failure is logged, never raised.
+
+        Every caller has someone who tries again (``retried_by``, quoted in the warning): the
+        next poll, or the reconciler's orphan sweep. Any exception is contained, not only the
+        contract's: a failed cancel must not undo the write that made it necessary.
+        """
+        try:
+            self.service.cancel(handle)
+        except Exception as exc:
+            fields = job_fields(job) if isinstance(job, Job) else job_fields(job_id=job, backend=handle.backend)
+            job_id = job.id if isinstance(job, Job) else job
+            log.warning(
+                "cancel of %s on %s failed, %s tries again: %s",
+                job_id,
+                handle.backend,
+                retried_by,
+                describe_exception(exc),
+                extra=fields,
+            )
 
     @contextmanager
     def step(

@@ -11,11 +11,17 @@ this process dies midway, and a step that fails here (storage unavailable, say) 
 the nudge message instead, so the queue's retries take over. Two processes that both
 see one exit run the step twice, which the step allows (ETag-guarded writes; one
 delivery post-processes).
+
+An exit travels as data: the backend posts the job's id on an :class:`ExitChannel`
+(built before the backends, which the poll step needs), and an :class:`ExitHandler`
+built with the poll step takes it from there (:meth:`ExitHandler.serve`). Neither
+holds a reference the other fills in later.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 
@@ -27,15 +33,42 @@ log = logging.getLogger(__name__)
 Step = Callable[[JobMessage], None]
 
 
+class ExitChannel:
+    """Ids of jobs whose workload exited in this process, in the order they were seen."""
+
+    def __init__(self) -> None:
+        self._ids: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def post(self, job_id: str) -> None:
+        """What the backend calls when a workload exits (``BackendContext.notify_exit``); never blocks."""
+        self._ids.put(job_id)
+
+    def take(self) -> str:
+        """The next exit, waiting for one."""
+        return self._ids.get()
+
+
 class ExitHandler:
-    """``handler(job_id)``: run ``poll`` for the job now, on a daemon thread; ``fallback`` if it fails."""
+    """Run ``poll`` for a job whose workload exited, now; ``fallback`` (its nudge message) if that fails."""
 
     def __init__(self, poll: Step, fallback: Step) -> None:
         self._poll = poll
         self._fallback = fallback
 
-    def __call__(self, job_id: str) -> None:
-        threading.Thread(target=self.run, args=(job_id,), name=f"job-exit-{job_id[:12]}", daemon=True).start()
+    def serve(self, channel: ExitChannel) -> None:
+        """Handle every exit posted on ``channel``, each on a thread of its own, for the life of the process."""
+
+        def dispatch() -> None:
+            while True:
+                job_id = channel.take()
+                try:
+                    threading.Thread(
+                        target=self.run, args=(job_id,), name=f"job-exit-{job_id[:12]}", daemon=True
+                    ).start()
+                except Exception:  # no thread to spare: the job's poll chain finds the exit
+                    log.warning("job %s: its exit could not be handled here", job_id, exc_info=True)
+
+        threading.Thread(target=dispatch, name="job-exits", daemon=True).start()
 
     def run(self, job_id: str) -> None:
         """Run the poll step for ``job_id``'s exit here; on any failure, hand it to the poll queue."""

@@ -1,70 +1,65 @@
-"""How post-processing reads a finished job's files: the provider first, the blob copy as fallback.
+"""One post-processing's reads of a finished job's files, and what each of them found.
 
-The composition root (:mod:`hastegeo.runtime`) builds one :class:`OutputReader`
-from the process's blob client and execution service; the poll step asks it for
-an :class:`~hastegeo.processors.base.OutputAccess` per job, so the step holds no
-storage client of its own and a test can hand it a reader over other clients.
+The execution service returns every read as a value (:class:`~hastegeo.compute.service.ServedOutput`:
+the provider's copy, the blob copy, or both causes); :class:`OutputReads` keeps those values, so
+the finish step reads back what the operator should know (a fallback was used) and why the
+provider could not serve a file (cleanup need not touch that node) from the reads themselves,
+after the processor is done: nothing is handed in to be filled on the way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from azure.core.exceptions import ResourceNotFoundError
-from azure.storage.blob import BlobServiceClient
-
 from hastegeo.compute.contract import ComputeJobHandle
-from hastegeo.compute.service import ExecutionService
+from hastegeo.compute.service import ExecutionService, ServedOutput
 from hastegeo.processors.base import OutputAccess
 from hastegeo.telemetry import meter
 
 
-class OutputReader:
-    """Opens an :class:`OutputAccess` over one job's output location."""
+class OutputReads:
+    """Reads of ``handle``'s files, provider first, for one post-processing; :attr:`access` is the processor's view.
 
-    def __init__(self, blobs: BlobServiceClient, service: ExecutionService) -> None:
-        self._blobs = blobs
+    Blob-only reads are cached: checks read the same small files more than once (an
+    output's size and hash, then a workload's own check of it).
+    """
+
+    def __init__(self, service: ExecutionService, handle: ComputeJobHandle) -> None:
         self._service = service
+        self._handle = handle
+        self._served: list[ServedOutput] = []  # every provider-first read, in order
+        self._blobs: dict[str, bytes | None] = {}
 
-    def open(self, handle: ComputeJobHandle, notes: Callable[[str], None], gone: Callable[[str], None]) -> OutputAccess:
-        """Access to ``handle``'s outputs.
+    @property
+    def access(self) -> OutputAccess:
+        return OutputAccess(
+            read=self.read, blob_size=self.blob_size, read_blob=self.read_blob, unreadable=self.unreadable
+        )
 
-        ``notes`` receives what the operator should read (a fallback was used);
-        ``gone`` receives why the provider could not serve a file (so cleanup
-        need not touch that node).
+    def read(self, path: str) -> bytes | None:
+        """``path`` from the provider, else its blob copy (see :meth:`ExecutionService.read_output`)."""
+        served = self._service.read_output(self._handle, path)
+        self._served.append(served)
+        if served.from_blob and served.data is not None:
+            meter.blob_fallback(self._handle.backend)
+        return served.data
 
-        Blob reads are cached for the life of the access: checks read the same
-        small files more than once (the manifest, then a workload's own check).
-        """
-        container = self._blobs.get_container_client(handle.output.container)
+    def read_blob(self, path: str) -> bytes | None:
+        if path not in self._blobs:
+            self._blobs[path] = self._service.read_blob(self._handle, path)
+        return self._blobs[path]
 
-        def blob_size(path: str) -> int | None:
-            try:
-                return int(container.get_blob_client(handle.output.child(path)).get_blob_properties().size)
-            except ResourceNotFoundError:
-                return None
+    def blob_size(self, path: str) -> int | None:
+        return self._service.blob_size(self._handle, path)
 
-        cache: dict[str, bytes | None] = {}
+    def unreadable(self, path: str) -> str | None:
+        """Why the last read of ``path`` found neither copy (both causes), or None."""
+        return next((served.unreadable for served in reversed(self._served) if served.path == path), None)
 
-        def read_blob(path: str) -> bytes | None:
-            if path not in cache:
-                try:
-                    cache[path] = container.download_blob(handle.output.child(path)).readall()
-                except ResourceNotFoundError:
-                    cache[path] = None
-            return cache[path]
+    @property
+    def notes(self) -> list[str]:
+        """History lines for the files the blob copy served because the provider could not, once each."""
+        return list(dict.fromkeys(served.fallback_note for served in self._served if served.fallback_note))
 
-        unreadable: dict[str, str] = {}  # path → why neither copy could be read (both causes)
-
-        def read(path: str) -> bytes | None:
-            served = self._service.read_output(handle, path)
-            for line, kept in ((served.fallback_note, notes), (served.unavailable_reason, gone)):
-                if line:
-                    kept(line)
-            if served.unreadable:
-                unreadable[path] = served.unreadable
-            if served.from_blob and served.data is not None:
-                meter.blob_fallback(handle.backend)
-            return served.data
-
-        return OutputAccess(read=read, blob_size=blob_size, read_blob=read_blob, unreadable=unreadable.get)
+    @property
+    def provider_gone(self) -> str | None:
+        """Why the provider could not serve a file (the first such read), or None: it served or had none."""
+        return next((served.unavailable_reason for served in self._served if served.unavailable_reason), None)

@@ -1,7 +1,7 @@
 """Reading a workload's progress log: complete lines, each with the time the workload wrote it.
 
-Pure (bytes in, lines out), so the poll step and post-processing read the
-log the same way. The format is :class:`hastegeo.workflows.runtime.ProgressLog`'s:
+Pure (bytes in, lines out; lines into a job's history), so following a job
+and finishing it read the log the same way. The format is :class:`hastegeo.workflows.runtime.ProgressLog`'s:
 ``<ISO 8601 UTC timestamp> <message>`` per line. A line without a readable
 stamp is kept, with no time of its own (the history then uses the time it
 was copied).
@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from hastegeo.models.history import add_workload_events
+from hastegeo.models.job import Job
 
 PROGRESS_LINES_PER_POLL = 10
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)(Z|[+-]\d{2}:?\d{2})?\s+")
@@ -58,3 +61,13 @@ def progress_lines(data: bytes | None) -> tuple[list[ProgressLine], int]:
         summary = ProgressLine(skipped[-1].at, f"({len(skipped)} earlier progress lines not shown)")
         lines = [summary, *lines[-kept:]]
     return lines, end + 1
+
+
+def with_workload_lines(job: Job, lines: list[ProgressLine], *, now: datetime, limit: int) -> Job:
+    """``job`` with the workload's progress lines in its history, at the times they were written."""
+    if not lines:
+        return job
+    history, folded = add_workload_events(
+        job.history, job.history_folded, [(line.at, line.text) for line in lines], now=now, limit=limit
+    )
+    return job.model_copy(update={"history": history, "history_folded": folded, "updated_at": now})

@@ -36,7 +36,6 @@ from datetime import datetime, timedelta
 
 from azure.core.exceptions import AzureError
 
-from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import REENQUEUE_AFTER_S
@@ -227,7 +226,7 @@ class ReconcileStep:
                 return
             if job is not None and not job.state.terminal:
                 continue
-            self._cancel(job_id, handle)
+            deps.cancel_provider(handle, job_id, "the reconciler's next run")  # the other orphans do not wait
             report.orphans_cancelled.append(job_id)
 
     def _failed(self, source: str, what: str, exc: BaseException, report: ReconcileReport) -> None:
@@ -246,14 +245,3 @@ class ReconcileStep:
     def _recovered(self, source: str, what: str) -> None:
         if self._conditions.recovered(source):
             log.info("reconcile: %s", what)
-
-    def _cancel(self, job_id: str, handle: ComputeJobHandle) -> None:
-        try:
-            self._deps.service.cancel(handle)
-        except Exception as exc:  # the next run tries again; the other orphans must not wait
-            log.warning(
-                "reconcile: cancel of %s failed, will retry: %s",
-                job_id,
-                describe_exception(exc),
-                extra=job_fields(job_id=job_id, backend=handle.backend),
-            )

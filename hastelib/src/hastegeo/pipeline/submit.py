@@ -99,9 +99,9 @@ class SubmitStep:
         elif job.state.terminal and job.handle is None:
             # It ended while being submitted (cancelled while queued, or expired): nobody else knows
             # this provider job, so stop it here.
-            self._cancel(job, handle)
+            deps.cancel_provider(handle, job, "the reconciler's orphan sweep")
         if job.state is JobState.CANCEL_REQUESTED:
-            self._cancel(job, handle)
+            deps.cancel_provider(handle, job, "the poll step")
 
     def _failed_attempt(self, job: Job, attempt: int, cause: str) -> Job | None:
         """A transient failure, with the attempt's count (no write before the attempt recorded it)."""
@@ -114,12 +114,6 @@ class SubmitStep:
             last_error=cause,
             attempts=job.attempts.model_copy(update={"submit": max(attempt, job.attempts.submit)}),
         )
-
-    def _cancel(self, job: Job, handle: ComputeJobHandle) -> None:
-        try:
-            self._deps.service.cancel(handle)
-        except HasteError as exc:
-            log.warning("cancel after submit of %s failed: %s", job.id, describe_exception(exc), extra=job_fields(job))
 
     def _bind(
         self, job: Job, handle: ComputeJobHandle, pending: PendingPoll, started: datetime, attempt: int
