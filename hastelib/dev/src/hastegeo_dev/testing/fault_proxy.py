@@ -19,7 +19,9 @@ Faults, per request:
 - ``throttle``: relay the response at ``throttle_bps`` bytes a second.
 
 Everything runs on one asyncio loop in a thread of its own; counts of injected faults
-per kind are kept for the test to report. Loopback only.
+per kind are kept for the test to report, and the last requests (time, method, path, the
+fault given, the status relayed) for reading after a failure (:meth:`FaultProxy.log_lines`).
+Loopback only.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ import random
 import socket
 import struct
 import threading
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 KINDS = ("delay", "error", "reset", "hang", "throttle")
 _NO_BODY = (204, 304)
+LOG_LIMIT = 50_000  # requests kept in the log, the oldest dropped first
 _ERRORS = {500: ("InternalError", "Internal Server Error"), 503: ("ServerBusy", "Service Unavailable")}
 
 
@@ -77,6 +81,7 @@ class FaultProxy:
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._log: deque[tuple[float, str, str, str, str]] = deque(maxlen=LOG_LIMIT)
 
     # -- control (any thread) -------------------------------------------------------------
 
@@ -112,6 +117,22 @@ class FaultProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def log_lines(self) -> list[str]:
+        """One line per request seen (the last :data:`LOG_LIMIT`): UTC time, method, path, fault, status."""
+        with self._lock:
+            entries = list(self._log)
+        return [
+            f"{time.strftime('%H:%M:%S', time.gmtime(at))}.{int(at % 1 * 1000):03d} {method} {path} "
+            f"fault={kind} -> {status}"
+            for at, method, path, kind, status in entries
+        ]
+
+    def _record(self, head: bytes, kind: str | None, status: str) -> None:
+        method, _, rest = head.partition(b" ")
+        path = rest.partition(b" ")[0].decode("latin-1")
+        with self._lock:
+            self._log.append((time.time(), method.decode("latin-1"), path, kind or "-", status))
 
     def _choose(self) -> tuple[str | None, FaultPlan]:
         with self._lock:
@@ -150,10 +171,13 @@ class FaultProxy:
                 body = await client_in.readexactly(_content_length(head))
                 kind, plan = self._choose()
                 if kind == "hang":
+                    self._record(head, kind, "no answer")
                     await asyncio.sleep(plan.hang_s)
                     raise _Cut
                 if kind == "error":
-                    client_out.write(_error_response(self._rng.choice(sorted(_ERRORS))))
+                    status = self._rng.choice(sorted(_ERRORS))
+                    self._record(head, kind, str(status))
+                    client_out.write(_error_response(status))
                     await client_out.drain()
                     continue
                 if kind == "delay":
@@ -162,8 +186,7 @@ class FaultProxy:
                     upstream = await asyncio.open_connection("127.0.0.1", self.upstream_port)
                 upstream[1].write(head + body)
                 await upstream[1].drain()
-                method = head.split(b" ", 1)[0]
-                await self._relay(upstream[0], client_out, method, kind, plan)
+                await self._relay(upstream[0], client_out, head, kind, plan)
         except (_Cut, ConnectionError, asyncio.IncompleteReadError, OSError):
             return
         finally:
@@ -176,14 +199,17 @@ class FaultProxy:
         self,
         upstream: asyncio.StreamReader,
         client: asyncio.StreamWriter,
-        method: bytes,
+        request: bytes,
         kind: str | None,
         plan: FaultPlan,
     ) -> None:
+        method = request.split(b" ", 1)[0]
         head = await _read_head(upstream)
         if head is None:
+            self._record(request, kind, "upstream closed")
             raise _Cut
         status = int(head.split(b" ", 2)[1])
+        self._record(request, kind, str(status) + (" (cut halfway)" if kind == "reset" else ""))
         chunked = b"transfer-encoding: chunked" in head.lower()
         if method == b"HEAD" or status in _NO_BODY or 100 <= status < 200:
             body = b""
