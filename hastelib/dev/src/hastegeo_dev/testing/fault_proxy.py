@@ -5,7 +5,8 @@ connection halfway through a response, accepts a request and never answers, or t
 bytes. This proxy does each of those to a share of the requests that pass through it,
 and can be switched on and off while a test runs (:meth:`FaultProxy.set_plan`).
 
-It understands just enough HTTP/1.1 to work per request on kept-alive connections:
+It understands just enough HTTP/1.1 to work per request on kept-alive connections (and
+opens a new upstream connection when the server has closed an idle one, as a client would):
 a request head and its ``Content-Length`` body; a response head and its
 ``Content-Length`` or chunked body (none for ``HEAD``, ``1xx``, ``204`` and ``304``).
 Faults, per request:
@@ -182,6 +183,12 @@ class FaultProxy:
                     continue
                 if kind == "delay":
                     await asyncio.sleep(plan.delay_s)
+                if upstream is not None and upstream[0].at_eof():
+                    # The server closed this idle kept-alive connection (Azurite does after 5 s). A client
+                    # talking to it directly would see that and open another; so does the proxy, or
+                    # every request after a pause would fail with no fault injected.
+                    upstream[1].close()
+                    upstream = None
                 if upstream is None:
                     upstream = await asyncio.open_connection("127.0.0.1", self.upstream_port)
                 upstream[1].write(head + body)
