@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from azure.storage.queue import QueueServiceClient
 
 from hastegeo.config import load_settings
 from hastegeo.pipeline.accept import parse_request
@@ -21,7 +20,8 @@ from . import ground_truth
 from .checks import assert_clean, check_jobs
 from .conftest import CHAOS_JOBS, Outcome
 from .delivery import twice_shuffled
-from .ground_truth import Scene, starts_env
+from .ground_truth import starts_env
+from .test_chaos import delivery_scene
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 POOL = "cpu-pool"
@@ -65,16 +65,7 @@ def test_failover_with_every_message_delivered_twice(
             finals = [runtime.store.get(i) for i in ids]
             check_jobs(outcome, [job.api_view() for job in finals], tmp_path / "local")
             # The messages still due (duplicates the doubled deliveries sent) go through the same rounds.
-            scene = Scene(
-                runtime.blobs,
-                runtime.settings.storage.jobs_container,
-                queues=QueueServiceClient.from_connection_string(azurite.connection_string),
-                local_root=tmp_path / "local",
-                starts_dir=tmp_path / "starts",
-                batch=service,
-                drain=delivery.round,
-            )
-            ground_truth.check(outcome, scene)
+            ground_truth.check(outcome, delivery_scene(runtime, azurite, tmp_path, delivery.round, batch=service))
         assert outcome.succeeded == len(ids), outcome.notes
         assert_clean(outcome)
         for job in finals:
