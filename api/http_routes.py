@@ -29,7 +29,6 @@ from hastegeo.pipeline.accept import Accepted, RequestRejected, decode_body, par
 from hastegeo.pipeline.capacity_board import BackendQueue
 from hastegeo.runtime import get_runtime
 from hastegeo.store.cursor import InvalidTokenError
-from hastegeo.store.queues import SUBMIT_QUEUE
 from hastegeo.store.read_urls import READ_URL_TTL, read_url
 from hastegeo.utils.errors import (
     BackendUnavailableError,
@@ -45,29 +44,18 @@ log = logging.getLogger(__name__)
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 
 
-class _Direct(func.Out[str]):
-    """Stands for "no output binding given" (a direct call, as in tests): the acceptor sends itself."""
-
-    def set(self, val: str) -> None:
-        raise RuntimeError("not an output binding")
-
-    def get(self) -> str:
-        raise RuntimeError("not an output binding")
-
-
-DIRECT = _Direct()
 _MAX_PAGE = 200
 _INCLUDES = frozenset({"history"})
 _STATES = tuple(state.value for state in JobState)
 
 
 @bp.route(route="jobs", methods=["POST"])
-@bp.queue_output(arg_name="submit", queue_name=SUBMIT_QUEUE, connection="AzureWebJobsStorage")
 @traced("POST", "jobs")
 @storage_guarded
-def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.HttpResponse:
-    """Accept a job. The submit message leaves through the output binding: the host sends it once
-    this function has returned — after the job is stored — and wakes the submit listener at once."""
+def submit_job(req: func.HttpRequest) -> func.HttpResponse:
+    """Accept a job. Its submit message is sent here, after the job is stored, with the API's bounded
+    storage clients (ADR 0028): a binding the host sends after the function returned would fail as a
+    500, after the SDK's patient retries, for a job that is stored and accepted."""
     runtime = get_runtime()
     try:
         principal = caller(req, runtime.settings.auth, "jobs")
@@ -91,11 +79,10 @@ def submit_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Ht
         request = parse_request(decode_body(body))
         # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
         require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
-        enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
         # A traceparent header that is not W3C trace context costs the trace link (the job's history says so).
         notes = trace_context.check(req.headers.get("traceparent"), req.headers.get("tracestate")).notes
         accepted = runtime.api.acceptor.accept(
-            request, idempotency_key=key, submitter=submitter_of(principal), enqueue=enqueue, notes=notes
+            request, idempotency_key=key, submitter=submitter_of(principal), notes=notes
         )
     except Denied as denied:
         return denied.response
@@ -234,10 +221,9 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
 
 
 @bp.route(route="jobs/{id}/retry", methods=["POST"])
-@bp.queue_output(arg_name="submit", queue_name=SUBMIT_QUEUE, connection="AzureWebJobsStorage")
 @traced("POST", "jobs/{id}/retry")
 @storage_guarded
-def retry_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.HttpResponse:
+def retry_job(req: func.HttpRequest) -> func.HttpResponse:
     """A new job with a failed or cancelled job's request, in its project (the caller must be able to submit
     there); ``Idempotency-Key`` makes a repeated call return the same retry."""
     runtime = get_runtime()
@@ -252,8 +238,7 @@ def retry_job(req: func.HttpRequest, submit: func.Out[str] = DIRECT) -> func.Htt
             return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
         job = runtime.api.store.get(job_id)
         require(job_access(principal, job.project_id, "retry"), principal, req, route, job.project_id, job_id=job_id)
-        enqueue = None if submit is DIRECT else (lambda message: submit.set(message.encode()))
-        accepted = runtime.api.retry.retry(job, submitter=submitter_of(principal), idempotency_key=key, enqueue=enqueue)
+        accepted = runtime.api.retry.retry(job, submitter=submitter_of(principal), idempotency_key=key)
     except Denied as denied:
         return denied.response
     except JobNotFoundError:

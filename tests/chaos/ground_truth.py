@@ -210,9 +210,16 @@ def _events_pending(document: dict[str, Any]) -> bool:
     return bool(changes) and int(changes[-1]["seq"]) > int(document.get("eventsPublished", 0))
 
 
-def _store(outcome: Outcome, scene: Scene, documents: dict[str, dict[str, Any]]) -> int:
+def store_after_sweep(outcome: Outcome, scene: Scene) -> int:
+    """The store column once the reconciler's sweep has run past the publish grace (ADR 0024): strict,
+    an ended job's ``active/`` entry is a violation whatever its events, and nothing is waited for."""
+    return _store(outcome, scene, _documents(scene), swept=True)
+
+
+def _store(outcome: Outcome, scene: Scene, documents: dict[str, dict[str, Any]], *, swept: bool = False) -> int:
     """Entries against documents. An entry a failed delete left behind is repaired by the reconciler's
-    next pass (ADR 0011), so the check waits up to ``settle_s`` for what is left to clear."""
+    next pass (ADR 0011), so the check waits up to ``settle_s`` for what is left to clear (none once
+    ``swept``: the caller ran that pass)."""
     container = scene.blobs.get_container_client(scene.jobs_container)
     notes: list[str] = []
 
@@ -239,7 +246,7 @@ def _store(outcome: Outcome, scene: Scene, documents: dict[str, dict[str, Any]])
                 # document: an entry too many, at another position, that every reader skips and deletes.
                 notes.append(f"entry {name}: at another position than its document (left to readers)")
                 continue
-            if job_id in documents and name.startswith("active/") and _events_pending(documents[job_id]):
+            if not swept and job_id in documents and name.startswith("active/") and _events_pending(documents[job_id]):
                 # An ended job keeps its active entry until its events are out; the reconciler's sweep
                 # publishes them once the job has been still for a minute (ADR 0024).
                 notes.append(f"entry {name}: {documents[job_id]['state']}, events not yet published")
@@ -248,7 +255,7 @@ def _store(outcome: Outcome, scene: Scene, documents: dict[str, dict[str, Any]])
             found.append(f"entry {name}: {what}")
         return found
 
-    left = _settle(problems, scene.settle_s)
+    left = _settle(problems, 0.0 if swept else scene.settle_s)
     outcome.notes.extend(notes + left)
     return len(left)
 

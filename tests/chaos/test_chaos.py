@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -91,20 +91,27 @@ def test_every_message_delivered_twice_and_out_of_order(
         delivery.until_ended(ids, timeout_s=120)
         check_jobs(outcome, [api_view(runtime, i) for i in ids], tmp_path / "local")
         # The messages still due (duplicates the doubled deliveries sent) go through the same rounds.
-        scene = Scene(
-            runtime.blobs,
-            runtime.settings.storage.jobs_container,
-            queues=QueueServiceClient.from_connection_string(own_azurite.connection_string),
-            local_root=tmp_path / "local",
-            starts_dir=tmp_path / "starts",
-            drain=delivery.round,
-        )
-        ground_truth.check(outcome, scene)
+        ground_truth.check(outcome, delivery_scene(runtime, own_azurite, tmp_path, delivery.round))
     for adapter in runtime.registry.built().values():
         adapter.close()
     assert outcome.succeeded == len(ids), outcome.notes
     assert_clean(outcome)
     ground_truth.assert_true(outcome)
+
+
+def delivery_scene(
+    runtime: Runtime, azurite: Azurite, tmp_path: Path, drain: Callable[[], None], batch: Any | None = None
+) -> Scene:
+    """Where the truth lives when the test delivers the messages itself (``drain`` delivers what is due)."""
+    return Scene(
+        runtime.blobs,
+        runtime.settings.storage.jobs_container,
+        queues=QueueServiceClient.from_connection_string(azurite.connection_string),
+        local_root=tmp_path / "local",
+        starts_dir=tmp_path / "starts",
+        batch=batch,
+        drain=drain,
+    )
 
 
 def stack_scene(stack: LocalStack, tmp_path: Path) -> Scene:

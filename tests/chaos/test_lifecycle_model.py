@@ -50,6 +50,7 @@ from hastegeo.compute.contract import (
     OutputRead,
 )
 from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.processors.artifacts import ArtifactsProcessor
@@ -244,6 +245,13 @@ def lifecycle_machine(runtime: Runtime, clock: Clock, backend: ScriptedBackend) 
         def provider_ends(self, ending: ComputeState) -> None:
             backend.finish(self.provider, ending)
 
+        @precondition(lambda self: runtime.store.get(self.job_id).state.terminal)
+        @rule()
+        def late_ending(self) -> None:
+            """A step that decided to end the job from a read taken before another step ended it (two hosts
+            racing do this all the time); its write must find the job ended and change nothing."""
+            runtime.deps.end_job(self.job_id, JobState.FAILED, "failed: too late", source="model", reason="too late")
+
         def deadline_passes(self) -> None:
             clock.advance(RUN_DEADLINE_S + 3600)
             if not runtime.store.get(self.job_id).state.terminal:
@@ -299,3 +307,19 @@ def test_the_lifecycle_keeps_its_promises_under_any_order_of_deliveries(
             phases=[Phase.explicit, Phase.reuse, Phase.generate],
         ),
     )
+
+
+def test_a_second_ending_changes_nothing(model_runtime: tuple[Runtime, Clock, ScriptedBackend]) -> None:
+    """The model's own steps, in one fixed order that always reaches the guard against a second ending
+    (``PipelineDeps.end_job``): without it this fails every time, whatever the generated runs find."""
+    runtime, clock, backend = model_runtime
+    machine = lifecycle_machine(runtime, clock, backend)()
+    machine.accept(submitted=True)
+    machine.promises()
+    machine.provider_ends(ComputeState.FAILED)
+    machine.deliveries(["poll", "exit notice"])
+    machine.promises()
+    assert runtime.store.get(machine.job_id).state is JobState.FAILED
+    machine.late_ending()
+    machine.promises()
+    machine.teardown()

@@ -8,11 +8,12 @@ of submissions and while the jobs run, and off in between. Every job must be acc
 exactly once per idempotency key (a client retries a ``503`` with the same key), reach a
 terminal state, succeed, and leave no leak behind (ground truth); every API answer is a
 success or a ``503`` with ``Retry-After``, within the budget the API's storage calls have.
+A job stored whose submit message could not be sent is accepted all the same and started by
+the reconciler (ADR 0028). Each proxy's request log is written beside the host's log.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from pathlib import Path
@@ -37,9 +38,9 @@ from .test_chaos import stack_scene, wait_terminal
 pytestmark = [
     pytest.mark.azurite,
     pytest.mark.slow,
-    # Run by `make chaos` only for now: after this release's job events it failed in a fresh-clone
-    # `make test` and its cause is not found yet (docs/reliability.md, storage faults).
-    pytest.mark.skipif(not os.environ.get("HASTE_CHAOS_FULL"), reason="storage faults: make chaos runs them"),
+    # A job whose submit message failed waits for the reconciler's timer (a minute), whose pass under
+    # faults takes minutes of the SDK's patient retries: the scenario's own bound, not the suite's.
+    pytest.mark.timeout(900),
 ]
 
 # One budgeted storage call, retries included, when storage never answers (tests/integration/test_api_outage.py)...
@@ -50,10 +51,8 @@ CALL_BOUND_S = (API_STORAGE_BUDGET.retries + 1) * (
 ANSWER_BOUND_S = 3 * CALL_BOUND_S + 2
 SETTLE_S = 60.0
 PLAN = FaultPlan(rate=0.12, delay_s=2.0, hang_s=6.0, throttle_bps=32 * 1024)
-# What a client retries with the same Idempotency-Key. A 500 is the Functions host's answer when the
-# submit message's output binding fails after the job was stored (the retry finds the job; the
-# reconciler re-sends its message): counted in the notes, not hidden.
-RETRIED = (500, 503)
+# What a client retries with the same Idempotency-Key: nothing else may come back, not even a 500.
+RETRIED = (503,)
 BODY = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.bin"}]}
 
 
@@ -138,8 +137,9 @@ def test_storage_faults_in_bursts(tmp_path: Path, outcome: Outcome) -> None:
                 blob.name for blob in direct.get_container_client("haste-jobs").list_blobs(name_starts_with="jobs/")
             ]
     finally:
-        for proxy in proxies:
+        for proxy, name in zip(proxies, ("blob", "queue"), strict=True):
             proxy.stop()
+            (tmp_path / f"proxy-{name}.log").write_text("\n".join(proxy.log_lines()) + "\n")
     injected = blob_proxy.injected + queue_proxy.injected
     outcome.notes.append(f"faults injected: {dict(injected)}; API answers: {answers.statuses}")
     outcome.notes.append(f"slowest answer {answers.slowest_s:.1f}s")

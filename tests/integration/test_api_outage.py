@@ -7,18 +7,26 @@ storage goes away. The handlers use the runtime's default API storage budget, as
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from azure.core.exceptions import ResourceExistsError
+from azure.storage.queue import QueueClient
 
 from api.openapi import openapi_document
-from hastegeo.runtime import API_STORAGE_BUDGET
-from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo.pipeline.accept import REENQUEUE_AFTER_S
+from hastegeo.pipeline.reconcile import ReconcileStep
+from hastegeo.runtime import API_STORAGE_BUDGET, get_runtime
+from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, ACCOUNT_NAME, Azurite
+from hastegeo_dev.testing.fault_proxy import FaultPlan, FaultProxy
 from tests.integration.test_api import VALID, call
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
@@ -120,3 +128,39 @@ def test_storage_that_never_answers_costs_a_request_its_budget_not_minutes(stora
     finally:
         for listener in silent:
             listener.close()
+
+
+def test_a_stored_job_whose_submit_message_fails_is_accepted_and_the_reconciler_sends_it(
+    storage: Azurite, api_settings: Callable[..., None]
+) -> None:
+    """Queue storage fails after the job was stored: 202 within the budget (not a 500, nor a 503 that
+    would make a client without a key submit a second job), and the reconciler sends the message."""
+    with FaultProxy(urlsplit(storage.queue_url).port or 0) as proxy:
+        api_settings(
+            AzureWebJobsStorage=f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT_NAME};AccountKey={ACCOUNT_KEY};"
+            f"BlobEndpoint={storage.blob_url};QueueEndpoint=http://127.0.0.1:{proxy.port}/{ACCOUNT_NAME};"
+        )
+        runtime = get_runtime()  # built (its queues made) before queue storage fails
+        try:
+            proxy.set_plan(FaultPlan(rate=1.0, kinds=("error",)))
+            started = time.monotonic()
+            status, job, _ = call("submit_job", "POST", "/api/jobs", VALID)
+            took = time.monotonic() - started
+            assert status == 202, job
+            assert took < SILENT_BOUND_S + 2, took
+            assert proxy.injected["error"] > 0
+            assert runtime.api.store.get(job["id"]).state.value == "queued"
+            submit_queue = QueueClient.from_connection_string(storage.connection_string, "jobs-submit")
+            with contextlib.suppress(ResourceExistsError):
+                submit_queue.create_queue()
+            assert [m.content for m in submit_queue.peek_messages(max_messages=32) if job["id"] in m.content] == []
+            proxy.set_plan(FaultPlan())
+            # Once the job has been quiet for REENQUEUE_AFTER_S, the reconciler sends its message.
+            later = datetime.now(UTC) + timedelta(seconds=REENQUEUE_AFTER_S + 1)
+            ReconcileStep(replace(runtime.deps, clock=lambda: later)).run()
+            sent = [m.content for m in submit_queue.peek_messages(max_messages=32) if job["id"] in m.content]
+            assert len(sent) == 1, sent
+        finally:
+            proxy.set_plan(FaultPlan())
+            api_settings(AzureWebJobsStorage=storage.connection_string)  # closed without the proxy ...
+            get_runtime()  # ... by the fixture, after this Azurite has stopped: built while it runs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
@@ -105,3 +106,32 @@ def test_removing_a_backend_moves_only_its_jobs() -> None:
         else:
             moved += 1
     assert 800 < moved < 1200  # about a third lived on the removed backend
+
+
+def test_auto_read_from_a_request_is_auto_whatever_string_object_holds_it() -> None:
+    """A request's ``backend`` is a string parsed from JSON, never the literal's object: compared by value."""
+    parsed = "".join(["au", "to"])
+    assert router(local=1).resolve(parsed, "imagery", "j1") == "local"
+
+
+def test_the_candidates_are_a_mapping_by_name() -> None:
+    assert set(router(local=1, azure_batch=2).candidates) == {"local", "azure_batch"}
+
+
+def test_auto_ranks_every_positive_weight_and_no_other() -> None:
+    """A weight below one still takes its share; zero or less takes none (settings allow only positive ones)."""
+    ranked = router(local=0.5, azure_batch=0, azure_ml=-1).ranking("imagery", "j1")
+    assert ranked == ["local"]
+
+
+def test_a_backend_named_before_auto_in_sort_order_is_still_an_explicit_choice() -> None:
+    with pytest.raises(BackendUnavailableError, match="not enabled"):
+        router(local=1).resolve("aks", "imagery", "j1")
+
+
+def test_a_candidate_is_immutable_and_weighs_one_unless_told() -> None:
+    """Shared by every request of a worker, so frozen; 1 is the weight the settings document as the default."""
+    candidate = RouteCandidate("local", ALL)
+    assert candidate.weight == 1.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        candidate.weight = 2.0  # type: ignore[misc]

@@ -11,11 +11,12 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from azure.core.exceptions import AzureError
 from pydantic import BaseModel, ValidationError
 
 from hastegeo.models.history import make_event
@@ -27,7 +28,7 @@ from hastegeo.pipeline.deps import PipelineDeps, keyed_job_id, new_job_id
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
-from hastegeo.utils.errors import ConflictError, HasteError, InvalidJobError
+from hastegeo.utils.errors import ConflictError, HasteError, InvalidJobError, describe_exception
 from hastegeo.utils.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -212,16 +213,14 @@ class JobAcceptor:
         source: str = "api",
         parent: Job | None = None,
         submitter: Submitter | None = None,
-        enqueue: Callable[[JobMessage], None] | None = None,
         notes: Sequence[str] = (),
         retry_of: str | None = None,
     ) -> Accepted:
         """Store a new job (or return the one this idempotency key already created) and enqueue it.
 
-        ``enqueue`` replaces the direct send, for callers that hand the message
-        to the Functions host as an output binding: the host sends it after
-        the function returns (so after the job is stored) and wakes the
-        queue's listener at once, as the platform does for its own writes.
+        Once the job is stored it is accepted, whatever happens to its submit message: one
+        that cannot be sent is logged, and the reconciler sends it once the job has been
+        quiet for :data:`REENQUEUE_AFTER_S` (a replay after that sends it too; ADR 0028).
 
         A follow-on job (``parent`` given) runs on its parent's backend, links
         to it and keeps its submitter. Its inputs are checked like any others
@@ -245,7 +244,6 @@ class JobAcceptor:
         processor.validate(request)
         fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
         job_id = keyed_job_id(request.project_id, idempotency_key) if idempotency_key else new_job_id()
-        send = enqueue or (lambda message: deps.queues.send(SUBMIT_QUEUE, message))
         # A keyed request is stored with a conditional create and read only when the id is
         # taken: a new key (nearly every request) costs no read. A retry whose routing or
         # input checks now fail (a backend disabled since, an input deleted) still gets the
@@ -260,7 +258,7 @@ class JobAcceptor:
             existing = deps.store.find(job_id) if idempotency_key else None
             if existing is None:
                 raise
-            return self._replay(existing, fingerprint, send)
+            return self._replay(existing, fingerprint)
         if parent is not None:
             submitter = parent.submitted_by
         origin = f"accepted as a follow-on of {parent.id}" if parent is not None else f"accepted from {source}"
@@ -304,21 +302,38 @@ class JobAcceptor:
         tracer.annotate(job)
         stored = deps.store.create(job)
         if stored is None:  # an earlier (or concurrent) request with the same key stored it
-            return self._replay(deps.store.get(job_id), fingerprint, send)
+            return self._replay(deps.store.get(job_id), fingerprint)
         job = stored.job
-        send(JobMessage(job_id=job_id, kind="submit"))
+        self._send(job)
         meter.job_accepted(job)
         log.info("accepted job %s (%s on %s)", job_id, request.workload, backend, extra=job_fields(job))
         return Accepted(job=job, created=True)
 
-    def _replay(self, existing: Job, fingerprint: str, send: Callable[[JobMessage], object]) -> Accepted:
+    def _send(self, job: Job) -> None:
+        """Send the stored job's submit message; one that cannot be sent now is left to the reconciler.
+
+        The job is stored, so the request has succeeded: failing it now would tell a client
+        without an Idempotency-Key to submit a second job, and one with a key would get back
+        the job this request stored, no sooner started.
+        """
+        try:
+            self._deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=job.id, kind="submit"))
+        except AzureError as exc:
+            log.warning(
+                "job %s is stored but its submit message was not sent (%s); the reconciler sends it",
+                job.id,
+                describe_exception(exc),
+                extra=job_fields(job),
+            )
+
+    def _replay(self, existing: Job, fingerprint: str) -> Accepted:
         if existing.request_fingerprint != fingerprint:
             raise ConflictError("This Idempotency-Key was already used for a different request")
         age = (self._deps.clock() - existing.created_at).total_seconds()
         if existing.state is JobState.QUEUED and age > REENQUEUE_AFTER_S:
             # The first attempt may have stored the job and lost the enqueue; a
             # duplicate submit message is harmless, a missing one is not.
-            send(JobMessage(job_id=existing.id, kind="submit"))
+            self._send(existing)
         return Accepted(job=existing, created=False)
 
     def _check_inputs(self, request: JobRequest, params: BaseModel, parent: Job | None) -> None:

@@ -10,13 +10,10 @@ after, and a repeated call (the same key) repairs that link should a crash have 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from hastegeo.models.job import RETRIES_LISTED, Job, Submitter
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import Accepted, JobAcceptor
 from hastegeo.pipeline.deps import PipelineDeps
-from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import ConflictError
 
 RETRYABLE = frozenset({JobState.FAILED, JobState.CANCELLED})
@@ -55,7 +52,6 @@ class Retrier:
         *,
         submitter: Submitter | None,
         idempotency_key: str | None = None,
-        enqueue: Callable[[JobMessage], None] | None = None,
     ) -> Accepted:
         """Accept a retry of ``job`` (read by the caller, who checked the caller may submit to its project).
 
@@ -69,7 +65,6 @@ class Retrier:
             idempotency_key=retry_key(job.id, idempotency_key) if idempotency_key else None,
             source=SOURCE,
             submitter=submitter,
-            enqueue=enqueue,
             retry_of=job.id,
         )
         if accepted.job.retry_of != job.id:

@@ -5,7 +5,8 @@ connection halfway through a response, accepts a request and never answers, or t
 bytes. This proxy does each of those to a share of the requests that pass through it,
 and can be switched on and off while a test runs (:meth:`FaultProxy.set_plan`).
 
-It understands just enough HTTP/1.1 to work per request on kept-alive connections:
+It understands just enough HTTP/1.1 to work per request on kept-alive connections (and
+opens a new upstream connection when the server has closed an idle one, as a client would):
 a request head and its ``Content-Length`` body; a response head and its
 ``Content-Length`` or chunked body (none for ``HEAD``, ``1xx``, ``204`` and ``304``).
 Faults, per request:
@@ -19,7 +20,9 @@ Faults, per request:
 - ``throttle``: relay the response at ``throttle_bps`` bytes a second.
 
 Everything runs on one asyncio loop in a thread of its own; counts of injected faults
-per kind are kept for the test to report. Loopback only.
+per kind are kept for the test to report, and the last requests (time, method, path, the
+fault given, the status relayed) for reading after a failure (:meth:`FaultProxy.log_lines`).
+Loopback only.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ import random
 import socket
 import struct
 import threading
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 KINDS = ("delay", "error", "reset", "hang", "throttle")
 _NO_BODY = (204, 304)
+LOG_LIMIT = 50_000  # requests kept in the log, the oldest dropped first
 _ERRORS = {500: ("InternalError", "Internal Server Error"), 503: ("ServerBusy", "Service Unavailable")}
 
 
@@ -77,6 +82,7 @@ class FaultProxy:
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._log: deque[tuple[float, str, str, str, str]] = deque(maxlen=LOG_LIMIT)
 
     # -- control (any thread) -------------------------------------------------------------
 
@@ -112,6 +118,22 @@ class FaultProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def log_lines(self) -> list[str]:
+        """One line per request seen (the last :data:`LOG_LIMIT`): UTC time, method, path, fault, status."""
+        with self._lock:
+            entries = list(self._log)
+        return [
+            f"{time.strftime('%H:%M:%S', time.gmtime(at))}.{int(at % 1 * 1000):03d} {method} {path} "
+            f"fault={kind} -> {status}"
+            for at, method, path, kind, status in entries
+        ]
+
+    def _record(self, head: bytes, kind: str | None, status: str) -> None:
+        method, _, rest = head.partition(b" ")
+        path = rest.partition(b" ")[0].decode("latin-1")
+        with self._lock:
+            self._log.append((time.time(), method.decode("latin-1"), path, kind or "-", status))
 
     def _choose(self) -> tuple[str | None, FaultPlan]:
         with self._lock:
@@ -150,20 +172,28 @@ class FaultProxy:
                 body = await client_in.readexactly(_content_length(head))
                 kind, plan = self._choose()
                 if kind == "hang":
+                    self._record(head, kind, "no answer")
                     await asyncio.sleep(plan.hang_s)
                     raise _Cut
                 if kind == "error":
-                    client_out.write(_error_response(self._rng.choice(sorted(_ERRORS))))
+                    status = self._rng.choice(sorted(_ERRORS))
+                    self._record(head, kind, str(status))
+                    client_out.write(_error_response(status))
                     await client_out.drain()
                     continue
                 if kind == "delay":
                     await asyncio.sleep(plan.delay_s)
+                if upstream is not None and upstream[0].at_eof():
+                    # The server closed this idle kept-alive connection (Azurite does after 5 s). A client
+                    # talking to it directly would see that and open another; so does the proxy, or
+                    # every request after a pause would fail with no fault injected.
+                    upstream[1].close()
+                    upstream = None
                 if upstream is None:
                     upstream = await asyncio.open_connection("127.0.0.1", self.upstream_port)
                 upstream[1].write(head + body)
                 await upstream[1].drain()
-                method = head.split(b" ", 1)[0]
-                await self._relay(upstream[0], client_out, method, kind, plan)
+                await self._relay(upstream[0], client_out, head, kind, plan)
         except (_Cut, ConnectionError, asyncio.IncompleteReadError, OSError):
             return
         finally:
@@ -176,14 +206,17 @@ class FaultProxy:
         self,
         upstream: asyncio.StreamReader,
         client: asyncio.StreamWriter,
-        method: bytes,
+        request: bytes,
         kind: str | None,
         plan: FaultPlan,
     ) -> None:
+        method = request.split(b" ", 1)[0]
         head = await _read_head(upstream)
         if head is None:
+            self._record(request, kind, "upstream closed")
             raise _Cut
         status = int(head.split(b" ", 2)[1])
+        self._record(request, kind, str(status) + (" (cut halfway)" if kind == "reset" else ""))
         chunked = b"transfer-encoding: chunked" in head.lower()
         if method == b"HEAD" or status in _NO_BODY or 100 <= status < 200:
             body = b""
