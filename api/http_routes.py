@@ -54,7 +54,7 @@ _STATES = tuple(state.value for state in JobState)
 @storage_guarded
 def submit_job(req: func.HttpRequest) -> func.HttpResponse:
     """Accept a job. Its submit message is sent here, after the job is stored, with the API's bounded
-    storage clients (ADR 0028): a binding the host sends after the function returned would fail as a
+    storage clients (ADR 0031): a binding the host sends after the function returned would fail as a
     500, after the SDK's patient retries, for a job that is stored and accepted."""
     runtime = get_runtime()
     try:

@@ -9,7 +9,7 @@ exactly once per idempotency key (a client retries a ``503`` with the same key),
 terminal state, succeed, and leave no leak behind (ground truth); every API answer is a
 success or a ``503`` with ``Retry-After``, within the budget the API's storage calls have.
 A job stored whose submit message could not be sent is accepted all the same and started by
-the reconciler (ADR 0028). Each proxy's request log is written beside the host's log.
+the reconciler (ADR 0031). Each proxy's request log is written beside the host's log.
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ class JobAcceptor:
 
         Once the job is stored it is accepted, whatever happens to its submit message: one
         that cannot be sent is logged, and the reconciler sends it once the job has been
-        quiet for :data:`REENQUEUE_AFTER_S` (a replay after that sends it too; ADR 0028).
+        quiet for :data:`REENQUEUE_AFTER_S` (a replay after that sends it too; ADR 0031).
 
         A follow-on job (``parent`` given) runs on its parent's backend, links
         to it and keeps its submitter. Its inputs are checked like any others
