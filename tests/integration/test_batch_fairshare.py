@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from hastegeo.compute.fairshare import Seat
+from hastegeo.compute.fairshare import Book, Seat
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime
@@ -86,13 +86,18 @@ def test_the_reconciler_frees_a_seat_whose_release_was_lost(limited: tuple[Runti
     second = submit(runtime, "p2")
     waiting = submit(runtime, "p3")
     assert drive(runtime, first).state is JobState.SUCCEEDED
-    ended = Seat(first, "p1", "azure_batch", clock.now)
-    book(runtime).change(lambda b: b.holding.update({first: ended}))  # as if the release never happened
-    runtime.reconcile.run()  # the seat's job was there before the listing, and has ended: freed
-    assert runtime.reconcile.run() is not None
+
+    def unreleased(b: Book) -> None:  # the book as if the end of the first job had never freed its seat
+        b.waiting.insert(0, b.holding.pop(waiting))
+        b.holding[first] = Seat(first, "p1", "azure_batch", clock.now)
+
+    book(runtime).change(unreleased)
+    runtime.reconcile.run()  # the seat is as young as the listing: it may belong to a job the listing missed
+    assert set(book(runtime).read().holding) == {first, second}
     clock.now += timedelta(seconds=1)
-    runtime.reconcile.run()
+    runtime.reconcile.run()  # older than the listing, and its job has ended: freed, and the next job gets it
     assert set(book(runtime).read().holding) == {second, waiting}
+    assert waiting_lines(runtime, waiting) == ["waiting: all 2 seats of azure_batch are taken; projects take turns"]
 
 
 def test_a_job_of_another_project_starts_before_the_rest_of_a_burst_on_batch() -> None:
