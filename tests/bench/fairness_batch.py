@@ -81,6 +81,8 @@ class Driver:
         self.projects: dict[str, str] = {}
         self.handles: dict[str, ComputeJobHandle] = {}
         self.submitted: dict[str, datetime] = {}  # when each job was given to Batch
+        self.asked: dict[str, datetime] = {}  # when each job first asked for a seat
+        self.seated: dict[str, datetime] = {}  # when each job got its seat
         self.ended: set[str] = set()
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -88,7 +90,10 @@ class Driver:
     def submit(self, name: str, project: str) -> None:
         """The submit step: a seat first (projects in turn only), then Batch."""
         self.projects[name] = project
-        if self.admission.seat(name, project, "azure_batch") is None:
+        seated = self.admission.seat(name, project, "azure_batch") is None
+        self.asked.setdefault(name, _now())  # its place in the book is written
+        if seated:
+            self.seated.setdefault(name, _now())
             handle = self.batch.submit(_spec(name, project, self.container))
             with self.lock:
                 self.handles[name] = handle
@@ -124,7 +129,8 @@ class Driver:
             for name, handle in following:
                 if self.batch.status(handle).state.terminal:
                     self.ended.add(name)
-                    self.admission.free([name])
+                    for admitted in self.admission.free([name]):
+                        self.seated.setdefault(admitted, _now())
             time.sleep(0.02)
 
     def started(self, name: str) -> datetime | None:
@@ -170,11 +176,13 @@ def run(order: str, jobs: int, slots: int, connection: str) -> tuple[float, int,
         b_started = driver.started("b")
         assert b_started is not None
 
-        # Waiting when B's job was submitted: A's jobs that neither ran nor held a slot by then. Batch gives
-        # a task its slot as it starts it; the pipeline gives a seat (a slot kept for it) as it submits the job.
+        # Waiting when B's job joined the queue: A's jobs that neither ran nor held a slot by then. Batch gives
+        # a task its slot as it starts it; the pipeline gives a seat (a slot kept for it) in the book.
+        joined = driver.asked["b"]
+
         def waited(name: str) -> bool:
-            started, given = driver.started(name), driver.submitted.get(name)
-            return (started is None or started > submitted) and (not driver.turns or given is None or given > submitted)
+            started, seated = driver.started(name), driver.seated.get(name)
+            return (started is None or started > submitted) and (not driver.turns or seated is None or seated > joined)
 
         starts = [driver.started(name) for name in burst if waited(name)]
         waiting = len(starts)

@@ -75,10 +75,13 @@ class Admission:
         self._send(admitted)
         return reason
 
-    def free(self, job_ids: Collection[str]) -> None:
-        """The jobs ``job_ids`` ended: free their seats and send the jobs that got one on their way."""
-        if self.active and job_ids:
-            self._send(self._book.change(lambda book: free(book, job_ids, self._limits)))
+    def free(self, job_ids: Collection[str]) -> list[str]:
+        """The jobs ``job_ids`` ended: free their seats and send the jobs that got one on their way (returned)."""
+        if not self.active or not job_ids:
+            return []
+        admitted = self._book.change(lambda book: free(book, job_ids, self._limits))
+        self._send(admitted)
+        return admitted
 
     def repair(self, unfinished: Collection[str], listed_at: datetime) -> list[str]:
         """Free the seats of jobs that ended without freeing them (a crash, a lost publish); returns those jobs."""
