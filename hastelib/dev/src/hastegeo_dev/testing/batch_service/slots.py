@@ -1,8 +1,9 @@
 """Task slots of a pool of fixed size, taken as Batch's scheduler gives them out.
 
-Batch starts a pool's active tasks as task slots free up: tasks of jobs with a
-higher priority first, and otherwise in the order they were added (first come,
-first served); nothing in Batch takes turns between the projects behind the jobs.
+Batch starts a pool's active tasks as task slots free up, tasks of jobs with a
+higher priority first; among equal priorities its documentation leaves the order
+undefined, and this service takes them in the order they were added (first come,
+first served). Nothing in Batch takes turns between the projects behind the jobs.
 A pool given a size here (:meth:`PoolSlots.size`) behaves so; a pool without one
 has a node for every task, as the service always had. Every method runs under the
 engine's lock; a waiting task sleeps on its own event, woken when it is first in line.
