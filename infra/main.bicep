@@ -160,6 +160,11 @@ param hasteAzureBatchQueueLimitS string
 param hasteAzureMlQueueLimitS string
 @description('App setting HASTE_PROJECT_MAX_RUNNING_PER_BACKEND; its meaning is in docs/deploy.md.')
 param hasteProjectMaxRunningPerBackend string
+@description('App setting HASTE_PROJECT_MAX_RUNNING; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteProjectMaxRunning string
+@description('App setting HASTE_BACKEND_MAX_RUNNING; its meaning is in docs/deploy.md.')
+param hasteBackendMaxRunning string
 @description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteOtelExport string
@@ -425,6 +430,8 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteAzureBatchQueueLimitS: hasteAzureBatchQueueLimitS
     hasteAzureMlQueueLimitS: hasteAzureMlQueueLimitS
     hasteProjectMaxRunningPerBackend: hasteProjectMaxRunningPerBackend
+    hasteProjectMaxRunning: hasteProjectMaxRunning
+    hasteBackendMaxRunning: hasteBackendMaxRunning
     hasteOtelExport: hasteOtelExport
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS

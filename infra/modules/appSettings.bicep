@@ -91,6 +91,11 @@ param hasteAzureBatchQueueLimitS string
 param hasteAzureMlQueueLimitS string
 @description('App setting HASTE_PROJECT_MAX_RUNNING_PER_BACKEND; its meaning is in docs/deploy.md.')
 param hasteProjectMaxRunningPerBackend string
+@description('App setting HASTE_PROJECT_MAX_RUNNING; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteProjectMaxRunning string
+@description('App setting HASTE_BACKEND_MAX_RUNNING; its meaning is in docs/deploy.md.')
+param hasteBackendMaxRunning string
 @description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteOtelExport string
@@ -218,6 +223,8 @@ var operatorSettings = {
   HASTE_AZURE_BATCH_QUEUE_LIMIT_S: hasteAzureBatchQueueLimitS
   HASTE_AZURE_ML_QUEUE_LIMIT_S: hasteAzureMlQueueLimitS
   HASTE_PROJECT_MAX_RUNNING_PER_BACKEND: hasteProjectMaxRunningPerBackend
+  HASTE_PROJECT_MAX_RUNNING: hasteProjectMaxRunning
+  HASTE_BACKEND_MAX_RUNNING: hasteBackendMaxRunning
   HASTE_OTEL_EXPORT: hasteOtelExport
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS

@@ -1,9 +1,9 @@
-"""Fair share on the local backend: one job of project B submitted during project A's burst.
+"""Fair share: one job of project B submitted during project A's burst, on the local backend and on Batch.
 
-    python -m tests.bench.fairness_bench                  # a 1,000-job burst, 4 slots
-    python -m tests.bench.fairness_bench --jobs 200 --slots 2
+    python -m tests.bench.fairness_bench                  # a 1,000-job burst, 4 slots, both backends
+    python -m tests.bench.fairness_bench --jobs 200 --slots 2 --backends local
 
-Real processes (each workload a short Python process, as the local backend runs
+Local: real processes (each workload a short Python process, as the local backend runs
 it). Project A submits its whole burst; once ``--slots`` x 2 of its jobs have
 finished (mid-burst), project B submits one job. Measured: how long B's job
 waited to start, and how many of A's jobs that were waiting when it joined the
@@ -11,6 +11,11 @@ queue started before it. "today's order" is the queue taken oldest first (B's jo
 project, which is exactly first-come first-served); "projects in turn" is the
 admission this release ships. The rest of the burst is cancelled once B's job
 has started, so the run is bounded by the burst's submission, not its work.
+
+Batch: the Batch test service with a pool of ``--slots`` task slots, taken first come,
+first served as Batch does; "today's order" gives Batch every job, "projects in turn"
+holds them in the pipeline's admission book (:mod:`tests.bench.fairness_batch`). Each
+order runs against an Azurite of its own.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobSpec
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.settings import load_settings
 from hastegeo.utils.files import read_json
+from hastegeo_dev.devhost.azurite import Azurite
+from tests.bench import fairness_batch
 
 WORKLOAD = ("python", "-c", "pass")
 DEV_STORAGE = "UseDevelopmentStorage=true"  # never contacted: these jobs have no inputs and nobody reads a status
@@ -37,6 +44,7 @@ DEV_STORAGE = "UseDevelopmentStorage=true"  # never contacted: these jobs have n
 
 @dataclass(frozen=True)
 class Result:
+    backend: str
     order: str
     b_wait_s: float
     a_waiting_at_b: int
@@ -90,22 +98,30 @@ def run(order: str, jobs: int, slots: int, root: Path) -> Result:
     for handle in handles:
         local.cancel(handle)
     local.close()
-    return Result(order, b_started.timestamp() - submitted, len(waiting), before)
+    return Result("local", order, b_started.timestamp() - submitted, len(waiting), before)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=1000, help="jobs in project A's burst")
-    parser.add_argument("--slots", type=int, default=4, help="local slots")
+    parser.add_argument("--slots", type=int, default=4, help="local slots, and the Batch pool's task slots")
+    parser.add_argument("--backends", nargs="+", default=["local", "azure_batch"], choices=["local", "azure_batch"])
     args = parser.parse_args()
     results = []
     for order in ("today's order", "projects in turn"):
-        with tempfile.TemporaryDirectory(prefix="fairness-bench-") as folder:
-            results.append(run(order, args.jobs, args.slots, Path(folder)))
-    print(f"project A: {args.jobs} jobs, then one job of project B mid-burst; {args.slots} local slots")
-    print(f"{'order':<18} {'B waited (s)':>13} {'A waiting then':>15} {'of those, started before B':>27}")
-    for r in results:
-        print(f"{r.order:<18} {r.b_wait_s:>13.2f} {r.a_waiting_at_b:>15} {r.a_started_before_b:>27}")
+        if "local" in args.backends:
+            with tempfile.TemporaryDirectory(prefix="fairness-bench-") as folder:
+                results.append(run(order, args.jobs, args.slots, Path(folder)))
+        if "azure_batch" in args.backends:
+            with Azurite(in_memory=True) as azurite:
+                batch = fairness_batch.run(order, args.jobs, args.slots, azurite.connection_string)
+                results.append(Result("azure_batch", order, *batch))
+    print(f"project A: {args.jobs} jobs, then one job of project B mid-burst; {args.slots} slots")
+    print(
+        f"{'backend':<12} {'order':<18} {'B waited (s)':>13} {'A waiting then':>15} {'of those, started before B':>27}"
+    )
+    for r in sorted(results, key=lambda r: r.backend != "local"):
+        print(f"{r.backend:<12} {r.order:<18} {r.b_wait_s:>13.2f} {r.a_waiting_at_b:>15} {r.a_started_before_b:>27}")
     return 0
 
 

@@ -64,6 +64,8 @@ def test_the_local_node_is_fenced_to_the_standard_library() -> None:
     assert banned(node, "from hastegeo.pipeline.follow import FollowStep\n")
     assert banned(node, "from hastegeo.compute.local.adapter import LocalBackend\n")
     assert not banned(node, "from hastegeo.utils.files import read_json\n")
+    assert not banned(node, "from hastegeo.utils.turns import admission_order\n")
+    assert banned(node, "from hastegeo.compute.fairshare import fill\n")  # the pipeline's admission
     assert not banned(f"{COMPUTE}/local/probe.py", "from azure.core.exceptions import AzureError\n")
 
 
@@ -71,8 +73,7 @@ def test_a_local_job_process_loads_the_standard_library_and_the_node_only() -> N
     """What ``python -m hastegeo.compute.local_node.run`` imports before it runs the job's command."""
     loaded = not_standard_library(modules_loaded_by("import hastegeo.compute.local_node.run"))
     own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.workdir"}
-    own |= {"hastegeo.utils", "hastegeo.utils.files", "hastegeo.utils.priority"}
-    own |= {"hastegeo.compute.fairshare"}  # the node's admission order: pure, standard library only (ADR 0023)
+    own |= {"hastegeo.utils", "hastegeo.utils.files", "hastegeo.utils.priority", "hastegeo.utils.turns"}
     foreign = sorted(name for name in loaded - own if not name.startswith("hastegeo.compute.local_node"))
     assert foreign == []
 

@@ -140,11 +140,24 @@ class CapacitySettings(Section):
     project_max_running: CsvMap = Field(
         {},
         alias="HASTE_PROJECT_MAX_RUNNING_PER_BACKEND",
-        description="The most jobs one project may have running per backend, e.g. local=20 (unset: no limit; "
-        "honoured by the local backend's admission, where projects also take turns).",
+        description="The most jobs one project may have running per backend, e.g. local=20,azure_batch=50 (unset: "
+        "no limit); the jobs beyond wait, and projects take turns.",
+    )
+    # Admission before a provider (ADR 0032): held jobs wait in the admission book, projects in turn.
+    project_max_running_total: int = Field(
+        0,
+        alias="HASTE_PROJECT_MAX_RUNNING",
+        ge=0,
+        description="The most jobs one project may have running on all backends together (0: no limit).",
+    )
+    backend_max_running: CsvMap = Field(
+        {},
+        alias="HASTE_BACKEND_MAX_RUNNING",
+        description="The most jobs the pipeline gives a backend at once, e.g. azure_batch=40 (its pools' task "
+        "slots; unset: no limit); the jobs beyond wait for a seat, projects in turn.",
     )
 
-    @field_validator("project_max_running")
+    @field_validator("project_max_running", "backend_max_running")
     @classmethod
     def _counts(cls, value: dict[str, str]) -> dict[str, str]:
         bad = {k: v for k, v in value.items() if not v.isdigit()}

@@ -29,6 +29,7 @@ from hastegeo.config import Settings
 from hastegeo.events.eventgrid import EventGridTopic
 from hastegeo.events.publish import EventPublisher
 from hastegeo.pipeline.accept import JobAcceptor
+from hastegeo.pipeline.admission import Admission, limits_of
 from hastegeo.pipeline.control import CancelStep, PoisonStep
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.exits import ExitChannel, ExitHandler
@@ -40,6 +41,7 @@ from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
 from hastegeo.settings import get_settings
+from hastegeo.store.admission import AdmissionBook
 from hastegeo.store.board import CapacityBoard
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, EVENTS_QUEUE, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
@@ -181,7 +183,8 @@ def build_runtime(
     if ensure_resources:
         _ensure(blobs, queues, settings)
     topic = event_topic(settings)
-    store = JobStore(jobs_container, publish=EventPublisher(queues, topic))
+    admission = Admission(AdmissionBook(jobs_container), limits_of(settings), queues, clock)  # ADR 0032
+    store = JobStore(jobs_container, publish=admission.releasing(EventPublisher(queues, topic)))
 
     def nudge(message: JobMessage) -> None:
         queues.send(POLL_QUEUE, message)
@@ -229,6 +232,7 @@ def build_runtime(
         service=service,
         processors=dict(PROCESSORS),
         clock=clock,
+        admission=admission if admission.active else None,
     )
     acceptor = JobAcceptor(deps)
     api_blobs, api_queue_service = storage_clients(settings, api_budget)
@@ -238,7 +242,7 @@ def build_runtime(
         store=JobStore(
             api_blobs.get_container_client(settings.storage.jobs_container),
             read_deadline_s=api_budget.listing_deadline_s,
-            publish=EventPublisher(api_queues, topic),
+            publish=admission.releasing(EventPublisher(api_queues, topic)),
         ),
         queues=api_queues,
     )

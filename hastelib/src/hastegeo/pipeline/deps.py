@@ -19,6 +19,7 @@ from hastegeo.config import Settings
 from hastegeo.models.history import append_event, make_event
 from hastegeo.models.job import Job, QueuedMessage
 from hastegeo.models.states import JobState, transition
+from hastegeo.pipeline.admission import Admission
 from hastegeo.processors.base import Processor, SpecInputs
 from hastegeo.store.jobs import JobStore, Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage, QueueSender
@@ -50,6 +51,7 @@ class PipelineDeps:
     service: ExecutionService
     processors: dict[str, Processor]
     clock: Callable[[], datetime]
+    admission: Admission | None = None  # seats before a provider (ADR 0032); None: no limits
 
     @property
     def spec_inputs(self) -> SpecInputs:

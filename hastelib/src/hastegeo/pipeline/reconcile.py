@@ -155,7 +155,10 @@ class ReconcileStep:
                 if backfilled is not None:
                     log.info("reconcile: indexed %d job(s) stored before the state index", backfilled)
                 self._indexed = True
+            listed_at = self._deps.clock()
             unfinished = self._deps.store.unfinished()
+            if self._deps.admission is not None:  # seats of jobs that ended unseen are freed (ADR 0032)
+                self._deps.admission.repair({item.job_id for item in unfinished}, listed_at)
         except AzureError as exc:  # storage is down: nothing to sweep this run
             self._failed("jobs", "cannot list the unfinished jobs", exc, report)
             return

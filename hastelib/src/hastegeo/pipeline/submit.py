@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
+from hastegeo.pipeline.admission import held
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PendingPoll, PipelineDeps
 from hastegeo.store.jobs import Versioned
@@ -64,6 +65,8 @@ class SubmitStep:
             )
             return
         if expire(deps, job, SOURCE):
+            return
+        if held(deps, version, SOURCE):  # its project is at a limit, or its backend full: it waits (ADR 0032)
             return
 
         # No write before the provider's submit: a crash after it leaves the job queued, the message

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from hastegeo.compute.context import utc_now
-from hastegeo.compute.fairshare import admission_order
 from hastegeo.utils.files import read_json, write_json
+from hastegeo.utils.turns import admission_order
 from hastegeo.workdir import workdir_env
 
 DEFAULT_TIME_LIMIT_S = 3600.0
@@ -124,7 +124,7 @@ class LocalLayout:
     def admit(self, slots: int, python: str, project_limit: int = 0) -> list[tuple[str, subprocess.Popen[bytes]]]:
         """Start the workloads of waiting jobs while fewer than ``slots`` run. Returns what it started.
 
-        Projects take turns (:func:`hastegeo.compute.fairshare.admission_order`), and a project
+        Projects take turns (:func:`hastegeo.utils.turns.admission_order`), and a project
         with ``project_limit`` jobs running (0: no limit) waits.
 
         Only hosts call it (on submit, on status, when a workload they started ended):

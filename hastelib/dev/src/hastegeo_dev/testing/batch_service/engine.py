@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.utils.errors import describe_exception
 from hastegeo_dev.testing.batch_service.faults import Faults
+from hastegeo_dev.testing.batch_service.slots import PoolSlots
 
 _WALL_CLOCK = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
 DEFAULT_WALL_CLOCK_S = 7 * 86400.0
@@ -100,6 +101,7 @@ class Engine:
         self.lock = threading.RLock()
         self.jobs: dict[str, Job] = {}
         self._nodes = itertools.count(1)
+        self.slots = PoolSlots()  # pools of fixed size: tasks take their slots first come, first served
         self._threads: list[threading.Thread] = []
         self._shim = root / "bin"
         self._shim.mkdir(parents=True, exist_ok=True)
@@ -116,10 +118,9 @@ class Engine:
         thread.start()
 
     def stop(self) -> None:
-        with self.lock:
-            tasks = [task for job in self.jobs.values() for task in job.tasks.values()]
-        for task in tasks:
-            self.kill(task, "service stopped")
+        with self.lock:  # every task at once: a waiting one must not take the slot a killed one freed
+            for task in [task for job in self.jobs.values() for task in job.tasks.values()]:
+                self.kill(task, "service stopped")
         for thread in self._threads:
             thread.join(timeout=5)
 
@@ -141,21 +142,39 @@ class Engine:
     # -- running a task ----------------------------------------------------------------
 
     def _run(self, job: Job, task: Task) -> None:
+        pool = pool_of(job)
+        ticket: tuple[int, threading.Event] | None = None  # its place in a sized pool's line
         while True:
             time.sleep(0.02)  # scheduling
             with self.lock:
                 if job.state != "active" or task.kill_reason:  # a terminated job leaves active tasks active
                     if task.kill_reason and task.state != "completed":
                         self.complete(job, task, None, "TaskEnded", f"The task was terminated: {task.kill_reason}")
+                    if ticket is not None:
+                        self.slots.leave(pool, ticket[0], held=False)
                     task.done.set()
                     return
-                if self.faults.capacity_refusal(pool_of(job)) is not None:
+                if self.faults.capacity_refusal(pool) is not None:
                     continue  # no node for it: the task stays active
+                if pool in self.slots.sizes:
+                    ticket = ticket or self.slots.join(pool, int(job.body.get("priority") or 0))
+                    waiting = not self.slots.take(pool, ticket[0])
+                else:
+                    waiting, ticket = False, None
+            if waiting and ticket is not None:
+                ticket[1].wait(1.0)  # woken when first in line with a slot free; else looks again
+                ticket[1].clear()
+                continue
+            with self.lock:
                 task.node_id = f"tvm-{next(self._nodes):04d}"
                 task.task_dir = self.root / task.node_id / job.id / task.id
                 task.move("running")
                 task.start_time = task.start_time or now_iso()
             outcome = self._attempt(job, task)
+            if ticket is not None:
+                with self.lock:
+                    self.slots.leave(pool, ticket[0], held=True)
+                ticket = None
             if outcome is None:  # requeued after preemption
                 continue
             code, failure_code, message = outcome

@@ -51,7 +51,9 @@ class BatchTestService:
         self.faults = Faults()
         self.page_size = page_size
         self._port = port
-        self._tempdir = None if root else tempfile.TemporaryDirectory(prefix="batch-service-")
+        self._tempdir = (
+            None if root else tempfile.TemporaryDirectory(prefix="batch-service-", ignore_cleanup_errors=True)
+        )
         self._root = Path(root or (self._tempdir.name if self._tempdir else "."))
         blobs = None
         if azurite_connection_string:
@@ -63,6 +65,13 @@ class BatchTestService:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+
+    def size_pool(self, pool_id: str, slots: int) -> BatchTestService:
+        """Give ``pool_id`` ``slots`` task slots: its tasks wait for one, taken first come, first served
+        (jobs of a higher priority first), as Batch schedules a pool's tasks."""
+        with self.engine.lock:
+            self.engine.slots.sizes[pool_id] = slots
+        return self
 
     # -- lifecycle ---------------------------------------------------------------------
 
