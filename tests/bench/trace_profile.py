@@ -4,7 +4,7 @@
 then ``file:`` (every span exported), each time unprofiled. After a warm-up, N trivial
 jobs run while ``py-spy`` samples the development host and its queue workers from the
 outside (``--subprocesses``; workloads, which cost the same traced or not, are left
-out by their command line). Only samples of the thread that holds the interpreter lock
+out: only the processes there before the burst count). Only samples of the thread that holds the interpreter lock
 count (``--gil``: py-spy's guess of which threads are idle counts threads blocked in a
 lock or a socket as running), so a function's samples per job are its share of the
 Python CPU; the host pays nothing for being watched but the pauses of each sample. The
@@ -32,15 +32,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient
 from hastegeo_dev.stack import LocalStack
 from tests.bench import thread_profile
 from tests.bench.pipeline_bench import _wait_all, bench_stack, patiently
+from tests.bench.process_cpu import host_worker
 
 RATE = 250  # samples a second per thread that runs
-HOST_PROCESS = "hastegeo_dev.devhost"
 
 
 @dataclass
@@ -56,22 +57,25 @@ class Samples:
         return samples / RATE / self.jobs * 1000
 
 
-def parse_raw(text: str, jobs: int) -> Samples:
-    """Collapsed stacks (``frame;frame;... count``, root first) of the host's processes only (pure).
+def parse_raw(text: str, jobs: int, pids: set[int]) -> Samples:
+    """Collapsed stacks (``frame;frame;... count``, root first) of the processes ``pids`` only (pure).
 
-    With ``--subprocesses``, py-spy adds a ``process PID:"COMMAND"`` frame; stacks of other
-    processes (the workloads) are skipped.
+    With ``--subprocesses``, py-spy's first frame is ``process PID:"COMMAND"``; a command line
+    may hold line breaks, so a stack is a line that ends in a count after a frame.
     """
     found = Samples(jobs)
+    pid: int | None = None
     for line in text.splitlines():
+        if line.startswith("process ") and ":" in line:
+            head = line[len("process ") :].partition(":")[0]
+            pid = int(head) if head.isdigit() else None
         stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
+        if not stack or not count.isdigit() or not stack.endswith(")"):
+            continue
+        if pid is not None and pid not in pids:
             continue
         frames = stack.split(";")
-        process = next((frame for frame in frames if frame.startswith("process ")), "")
-        if process and HOST_PROCESS not in process:
-            continue
-        frames = [frame for frame in frames if not frame.startswith(("process ", "thread "))]
+        frames = [frame for frame in frames[1:] if not frame.startswith("thread ")] if pid is not None else frames
         if not frames:
             continue
         samples = int(count)
@@ -117,6 +121,8 @@ def sample_burst(jobs: int, workdir: Path, export: str, py_spy: str) -> Samples:
             "--output",
             str(raw),
         ]
+        host = psutil.Process(stack.host.process.pid)
+        pids = {host.pid} | {child.pid for child in host.children(recursive=True) if host_worker(child)}
         recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             time.sleep(1.0)  # py-spy attaches to each process before it samples
@@ -126,7 +132,7 @@ def sample_burst(jobs: int, workdir: Path, export: str, py_spy: str) -> Samples:
             _, errors = recorder.communicate(timeout=120)
         if not raw.exists():
             raise RuntimeError(f"py-spy wrote no samples: {errors.decode(errors='replace')[-2000:]}")
-        return parse_raw(raw.read_text(encoding="utf-8"), jobs)
+        return parse_raw(raw.read_text(encoding="utf-8"), jobs, pids)
 
 
 def label(frame: str) -> str:
