@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -57,27 +58,31 @@ class Samples:
         return samples / RATE / self.jobs * 1000
 
 
+_PROCESS = re.compile(r"(?:^|;)process (\d+):")
+
+
 def parse_raw(text: str, jobs: int, pids: set[int]) -> Samples:
     """Collapsed stacks (``frame;frame;... count``, root first) of the processes ``pids`` only (pure).
 
-    With ``--subprocesses``, py-spy's first frame is ``process PID:"COMMAND"``; a command line
-    may hold line breaks, so a stack is a line that ends in a count after a frame.
+    With ``--subprocesses``, py-spy roots each stack in ``process PID:"COMMAND"`` frames, the
+    parent's before the child's (host; queue worker; workload); the last one is the process the
+    stack was sampled in. A command line may hold line breaks, so such a stack spans lines.
     """
     found = Samples(jobs)
     pid: int | None = None
     for line in text.splitlines():
-        if line.startswith("process ") and ":" in line:
-            head = line[len("process ") :].partition(":")[0]
-            pid = int(head) if head.isdigit() else None
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit() or not stack.endswith(")"):
+        rest = line
+        processes = list(_PROCESS.finditer(line))
+        if processes:
+            pid, rest = int(processes[-1].group(1)), line[processes[-1].end() :]
+        stack, _, count = rest.rpartition(" ")
+        if not stack.endswith(")") or not count.isdigit():
             continue
-        if pid is not None and pid not in pids:
-            continue
-        frames = stack.split(";")
-        frames = [frame for frame in frames[1:] if not frame.startswith("thread ")] if pid is not None else frames
-        if not frames:
-            continue
+        if pid is not None:
+            if pid not in pids or '";' not in stack:
+                continue
+            stack = stack.split('";', 1)[1]  # the frames after the process's command line
+        frames = [frame for frame in stack.split(";") if not frame.startswith("thread ")]
         samples = int(count)
         found.total += samples
         found.own[frames[-1]] += samples

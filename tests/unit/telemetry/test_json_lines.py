@@ -55,6 +55,8 @@ RAW = (
     'process 11:"python -c \n'
     'import x";<module> (<string>:1);work (c.py:2) 100\n'
     'process 12:"python -m hastegeo_dev.devhost --queues-only";thread (0x1);run (d.py:9);step (b.py:5) 5\n'
+    'process 10:"python -m hastegeo_dev.devhost";process 12:"python -m hastegeo_dev.devhost --queues-only";'
+    'process 13:"python -m hastegeo.compute.local_node.run";<module> (e.py:1) 50\n'
 )
 
 
