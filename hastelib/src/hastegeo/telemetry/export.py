@@ -30,12 +30,21 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 
 class JsonLines:
-    """Appends lines to a file (opened per write, so several processes may share it) or a stream."""
+    """Appends lines to a file or a stream, each batch in one write.
+
+    A file is opened once, for appending (``O_APPEND``), and each batch goes to it
+    in a single ``write``, so several processes (the host and its queue workers)
+    can share it without interleaving lines. Should the file be removed or
+    replaced meanwhile, the next write opens the new one. Opening the file for
+    every write instead cost an ``open`` and a ``close`` per batch and per log record
+    (docs/adr/0012).
+    """
 
     def __init__(self, target: Path | IO[str]) -> None:
         self._target = target
         self._lock = threading.Lock()
-        self._folder_made = False
+        self._fd: int | None = None
+        self._inode: tuple[int, int] | None = None
 
     def write(self, entries: Sequence[dict[str, Any]]) -> None:
         if not entries:
@@ -43,14 +52,27 @@ class JsonLines:
         text = "".join(json.dumps(entry, default=str) + "\n" for entry in entries)
         with self._lock:
             if isinstance(self._target, Path):
-                if not self._folder_made:
-                    self._target.parent.mkdir(parents=True, exist_ok=True)
-                    self._folder_made = True
-                with self._target.open("a", encoding="utf-8") as handle:
-                    handle.write(text)
+                os.write(self._file(self._target), text.encode("utf-8"))
             else:
                 self._target.write(text)
                 self._target.flush()
+
+    def _file(self, path: Path) -> int:
+        """The descriptor of ``path``, (re)opened when the file there is not the open one (under the lock)."""
+        try:
+            found = os.stat(path)
+            current: tuple[int, int] | None = (found.st_dev, found.st_ino)
+        except FileNotFoundError:
+            current = None
+        if self._fd is None or current != self._inode:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            opened = os.fstat(self._fd)
+            self._inode = (opened.st_dev, opened.st_ino)
+        return self._fd
 
 
 class JsonLinesLogHandler(logging.Handler):
@@ -62,12 +84,13 @@ class JsonLinesLogHandler(logging.Handler):
         from hastegeo.utils.redaction import RedactingFilter
 
         self._sink = sink
-        self.setFormatter(JsonFormatter())
+        self._formatter = JsonFormatter()
+        self.setFormatter(self._formatter)
         self.addFilter(RedactingFilter())
 
     def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._sink.write([{"signal": "log", **json.loads(self.format(record))}])
+        try:  # the formatter's fields as they are: rendering them to text and parsing it back cost twice
+            self._sink.write([{"signal": "log", **self._formatter.fields(record)}])
         except Exception:  # a log line must never break the step that wrote it
             self.handleError(record)
 
@@ -106,11 +129,12 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         began = time.thread_time()
-        self._sink.write([span_entry(span) for span in spans])
+        entries = [span_entry(span) for span in spans]
         self._spans += len(spans)
+        if self._report_cost:  # in the batch's own write; its cost is counted from the next batch on
+            entries.append({"signal": "export", "pid": os.getpid(), "spans": self._spans, "cpu_s": self._cpu_s})
+        self._sink.write(entries)
         self._cpu_s += time.thread_time() - began
-        if self._report_cost:
-            self._sink.write([{"signal": "export", "pid": os.getpid(), "spans": self._spans, "cpu_s": self._cpu_s}])
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:

@@ -46,6 +46,10 @@ class JsonFormatter(logging.Formatter):
     """One JSON line per record: time, level, logger, message, job fields, trace ids, exception."""
 
     def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(self.fields(record), ensure_ascii=False, default=str)
+
+    def fields(self, record: logging.LogRecord) -> dict[str, Any]:
+        """The record's line as a dictionary (what :meth:`format` renders)."""
         entry: dict[str, Any] = {
             "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
             "level": record.levelname,
@@ -64,7 +68,7 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = redact(self.formatException(record.exc_info))
         elif record.exc_text:
             entry["exception"] = redact(record.exc_text)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        return entry
 
 
 class ExpectedNotFoundFilter(logging.Filter):

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient
 
+from hastegeo.telemetry.tracer import STORAGE_CLIENT_OPTIONS
 from hastegeo.utils.transport import transport_options
 from hastegeo_dev.devhost.functions import DevHostError
 
@@ -62,6 +63,9 @@ class QueueClients:
                     retry_total=0,
                     connection_timeout=self._connection_timeout,
                     read_timeout=self._read_timeout,
+                    # As the app's clients: a call is one span when traced, and azure-core builds no HTTP
+                    # span only for the sampler to drop it (receive, delete and renewal of every message).
+                    **STORAGE_CLIENT_OPTIONS,
                     **transport_options(os.environ),
                 )
                 self._clients[key] = client
