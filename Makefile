@@ -64,7 +64,7 @@ typecheck: $(STAMP) ## mypy (strict)
 	$(VENV)/bin/mypy
 
 test: install browser ## Run the whole suite (lint, types, unit, integration against Azurite, end to end, browser)
-	$(MAKE) --no-print-directory lint typecheck
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 check: test ## Alias of test: what CI runs
