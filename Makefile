@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 PYTEST_ARGS ?=
 # make test runs the suite in this many pytest-xdist workers; tests sharing a fixture stay on one (tests/workers.py).
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 BACKEND ?= local
 JOBS ?= 200
 LOAD_JOBS ?= 1000
