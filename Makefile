@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 PYTEST_ARGS ?=
+# make test runs the suite in this many pytest-xdist workers; tests sharing a fixture stay on one (tests/workers.py).
+PYTEST_WORKERS ?= 2
 BACKEND ?= local
 JOBS ?= 200
 LOAD_JOBS ?= 1000
@@ -23,13 +25,13 @@ PACKAGE_DIR ?= dist
 $(STAMP): requirements.txt requirements-dev.txt hastelib/pyproject.toml hastelib/dev/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e ./hastelib
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e ./hastelib/dev
+	@# --no-compile: bytecode is written on first import, for the modules something imports.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile --no-deps -e ./hastelib -e ./hastelib/dev
 	@touch $@
 
 $(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm ci --no-audit --no-fund --prefer-offline --loglevel=error
 	@touch $@
 
 install: $(STAMP) $(NODE_STAMP) ## Create .venv and install the pinned Python and npm packages
@@ -62,8 +64,8 @@ typecheck: $(STAMP) ## mypy (strict)
 	$(VENV)/bin/mypy
 
 test: install browser ## Run the whole suite (lint, types, unit, integration against Azurite, end to end, browser)
-	$(MAKE) --no-print-directory lint typecheck
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 check: test ## Alias of test: what CI runs
 

@@ -15,6 +15,9 @@ from hastegeo_dev.devhost.azurite import Azurite
 
 RuntimeFactory = Callable[..., Runtime]
 
+# How tests are shared among pytest-xdist workers, and the chaos table (printed by the process that reports).
+pytest_plugins = ["tests.workers", "tests.chaos.table"]
+
 
 @pytest.fixture(scope="session")
 def azurite() -> Iterator[Azurite]:
