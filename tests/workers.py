@@ -1,4 +1,4 @@
-"""How the suite is shared among pytest-xdist workers (``make test`` runs ``-n``; docs/adr/0028).
+"""How the suite is shared among pytest-xdist workers (``make test`` runs ``-n``; docs/adr/0033).
 
 Each worker is a process with its own session: the root conftest's session fixtures (one
 Azurite on OS-chosen ports) run once per worker, which is cheap and safe. A fixture shared
