@@ -26,8 +26,8 @@ from hastegeo.compute.azure_batch.adapter import BatchBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec
 from hastegeo.compute.fairshare import Limits
-from hastegeo.config import load_settings
 from hastegeo.pipeline.admission import Admission
+from hastegeo.settings import load_settings
 from hastegeo.store.admission import AdmissionBook
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage, QueueSender
 from hastegeo_dev.testing.batch_service import BatchTestService
@@ -69,7 +69,7 @@ class Driver:
             "BATCH_IMAGES": "imagery=haste/imagery:1",
             "BATCH_IDENTITY_RESOURCE_ID": "/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/x",
         }
-        context = BackendContext(settings=load_settings(env), blob_service=self.blobs)
+        context = BackendContext(settings=load_settings(env).backend("azure_batch"), blob_service=self.blobs)
         self.batch: BatchBackend = create(context)
         queues = QueueServiceClient.from_connection_string(connection)  # an Azurite of this run's own
         self.queue = queues.get_queue_client(SUBMIT_QUEUE)
