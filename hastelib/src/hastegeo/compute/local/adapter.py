@@ -158,8 +158,9 @@ class LocalBackend(ComputeBackend):
             # without a record; under the scheduler's lock, so a job being started waits for it.
             # A staged job that is neither waiting nor started lost its place when a host stopped
             # between staging and queueing it: queued again first (under the job's submit lock).
-            with file_lock(self._layout.job_dir(name) / "submit.lock"):
-                self._layout.requeue_lost(name, self._layout.project_of(name))
+            if not self._layout.is_waiting(name):  # a waiting job (the common case) skips both locks
+                with file_lock(self._layout.job_dir(name) / "submit.lock"):
+                    self._layout.requeue_lost(name, self._layout.project_of(name))
             self._admit()
             ended = read_json(state / "exit.json")
             workload = self._layout.active_pid(name)
