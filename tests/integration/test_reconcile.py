@@ -114,6 +114,33 @@ def test_a_deadline_is_not_past_until_it_is_and_never_overrides_an_ending(
     assert said == [f"job {expiring.id} failed: {failed.reason}"]
 
 
+def test_a_copy_read_before_the_job_started_is_held_to_the_stored_deadline(clocked: tuple[Runtime, Clock]) -> None:
+    """A step's copy of a queued job carries the queued deadline; the stored job, now running, has its
+    run deadline: that one decides, and the provider job is stopped only when the job is expired."""
+    runtime, clock = clocked
+    queued = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    runtime.submit.handle(JobMessage(job_id=queued.id, kind="submit"))
+    running = runtime.store.get(queued.id)
+    assert running.state is JobState.RUNNING
+    assert running.deadline_at > queued.deadline_at
+    stopped: list[ComputeJobHandle] = []
+    cancel = runtime.deps.service.cancel
+
+    def recorded(handle: ComputeJobHandle) -> None:
+        stopped.append(handle)
+        cancel(handle)
+
+    runtime.deps.service.cancel = recorded  # type: ignore[method-assign]
+    clock.now = running.deadline_at
+    assert not expire(runtime.deps, queued, "test")
+    assert runtime.store.get(queued.id).state is JobState.RUNNING
+    assert stopped == []
+    clock.advance(0.001)
+    assert expire(runtime.deps, queued, "test")
+    assert runtime.store.get(queued.id).state is JobState.FAILED
+    assert stopped == [running.handle]
+
+
 def test_a_running_job_past_its_deadline_is_failed_and_its_process_stopped(
     clocked: tuple[Runtime, Clock], tmp_path: Path
 ) -> None:
