@@ -69,7 +69,11 @@ TARGETS: dict[str, Target] = {
     # The update loop: read, change, write with If-Match, again on 412; its index entries.
     "store": Target(
         f"{SRC}/store/jobs.py",
-        ("tests/integration/test_store.py", "tests/integration/test_job_index.py"),
+        (
+            "tests/integration/test_store.py",
+            "tests/integration/test_job_index.py",
+            "tests/integration/test_job_events.py",
+        ),
         pure=False,
         scope=("JobStore._update",),
     ),

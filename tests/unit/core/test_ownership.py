@@ -15,6 +15,7 @@ from hastegeo.models.ownership import (
     parameter_refs,
     relative_blob,
     staged_inputs,
+    staged_name,
 )
 from hastegeo.processors import PROCESSORS
 from hastegeo.utils.errors import InvalidJobError
@@ -128,6 +129,23 @@ def test_each_input_naming_parameter_must_name_a_staged_input(workload: str, ref
 def test_https_sources_are_not_input_names() -> None:
     ref = next(ref for w, ref in REFS if w == "imagery")
     check_parameter_names(_params("imagery", ref, "https://tiles.example/a.tif"), [])
+
+
+def test_every_name_of_a_list_parameter_is_checked_past_a_url_or_a_staged_one() -> None:
+    """A URL or a staged input early in the list lets no later name through."""
+    inputs = [JobInput(blob="p1/scene/x.tif")]
+    for names in (["https://tiles.example/a.tif", "y.tif"], ["x.tif", "y.tif"]):
+        params = PROCESSORS["imagery"].params_model.model_validate({"sources": names})
+        with pytest.raises(InvalidJobError) as caught:
+            check_parameter_names(params, inputs)
+        assert caught.value.field == "parameters.sources[1]", names
+
+
+def test_an_input_is_staged_under_its_own_name_or_the_one_it_asks_for() -> None:
+    assert staged_name(JobInput(blob="p1/scene/x.tif")) == "x.tif"
+    assert staged_name(JobInput(blob="x.tif")) == "x.tif"  # checked by the rules above, named all the same
+    assert staged_name(JobInput(blob="p1/scene/x.tif", dest="a/y.tif")) == "a/y.tif"
+    assert staged_name(JobInput(job_id="own1")) == "own1"
 
 
 def test_a_submitter_is_described_by_name_and_object_id() -> None:
