@@ -107,7 +107,8 @@ def test_an_entry_matches_only_its_own_document_in_a_wanted_state() -> None:
 def test_an_entry_without_its_document_is_stale_only_past_the_grace() -> None:
     position = Position(1_000, "j-1")
     name = f"active/p1/{index.sort_key(position)}"
-    assert not index.stale(entry(name, position, NOW), None, NOW + timedelta(seconds=GRACE_S), GRACE_S)
+    for age_s in (0, 1, GRACE_S):
+        assert not index.stale(entry(name, position, NOW), None, NOW + timedelta(seconds=age_s), GRACE_S)
     assert index.stale(entry(name, position, NOW), None, NOW + timedelta(seconds=GRACE_S + 1), GRACE_S)
     assert not index.stale(entry(name, position, None), None, NOW + timedelta(days=9), GRACE_S)
 
