@@ -48,6 +48,7 @@ def test_entry_names_sort_like_the_listing_newest_first_then_by_id() -> None:
         Position(1_700_000_000_000, "a"),
         Position(1, "a"),
         Position(123_456, "z"),
+        Position(4_102_444_800_000, "c"),  # 2100-01-01
     ]
     listing = sorted(positions, key=lambda p: (-p.created_ms, p.job_id))
     assert sorted(positions, key=index.sort_key) == listing
@@ -55,7 +56,13 @@ def test_entry_names_sort_like_the_listing_newest_first_then_by_id() -> None:
 
 
 def test_an_entry_name_gives_back_the_position_it_was_made_from() -> None:
-    for position in (Position(1, "a"), Position(1_764_763_200_000, "0198-ab-c"), Position(index.EPOCH_MAX_MS - 1, "z")):
+    in_2100 = Position(4_102_444_800_000, "z")
+    for position in (
+        Position(1, "a"),
+        Position(1_764_763_200_000, "0198-ab-c"),
+        in_2100,
+        Position(index.EPOCH_MAX_MS - 1, "z"),
+    ):
         assert index.parse(f"active/p1/{index.sort_key(position)}", "active/p1/") == position
     assert index.position_of(job(created=NOW)) == Position(int(NOW.timestamp() * 1000), "j-1")
     assert index.created_ms(NOW + timedelta(milliseconds=7)) == int(NOW.timestamp() * 1000) + 7
@@ -100,6 +107,8 @@ def test_an_entry_matches_only_its_own_document_in_a_wanted_state() -> None:
     assert not index.matches(here, running, "p1", frozenset({JobState.QUEUED}))
     assert not index.matches(here, None, "p1", None)
     assert not index.matches(here, running, "p2", None)
+    # The project of a listing comes from a request: equal to the document's, never the same object.
+    assert index.matches(here, running, "".join(["p", "1"]), None)
     elsewhere = entry("active/p1/x", Position(here.position.created_ms + 1, running.id))
     assert not index.matches(elsewhere, running, "p1", None)
 
