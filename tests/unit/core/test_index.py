@@ -94,7 +94,8 @@ def test_a_listing_reads_the_entries_its_filter_needs_and_no_others() -> None:
 def test_merged_listings_keep_the_order_and_name_each_job_once() -> None:
     old, mid, new = Position(1_000, "a"), Position(2_000, "a"), Position(3_000, "b")
     # A job that just ended may still have its active entry beside its ended one.
-    merged = index.merge([listed("active/p1/", new, mid), listed("ended/p1/failed/", mid, old)])
+    # Each listing parses its own names: the two entries of one job hold equal, not identical, positions.
+    merged = index.merge([listed("active/p1/", new, mid), listed("ended/p1/failed/", Position(2_000, "a"), old)])
     assert [e.position for e in merged] == [new, mid, old]
     assert [e.position for e in index.merge([listed("active/p1/", new), iter([])])] == [new]
 
@@ -107,6 +108,8 @@ def test_an_entry_matches_only_its_own_document_in_a_wanted_state() -> None:
     assert not index.matches(here, running, "p1", frozenset({JobState.QUEUED}))
     assert not index.matches(here, None, "p1", None)
     assert not index.matches(here, running, "p2", None)
+    theirs = job(JobState.RUNNING, project="p2")
+    assert not index.matches(entry("active/p2/x", index.position_of(theirs)), theirs, "p1", None)
     # The project of a listing comes from a request: equal to the document's, never the same object.
     assert index.matches(here, running, "".join(["p", "1"]), None)
     elsewhere = entry("active/p1/x", Position(here.position.created_ms + 1, running.id))
