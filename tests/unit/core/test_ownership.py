@@ -143,6 +143,14 @@ def test_every_name_of_a_list_parameter_is_checked_past_a_url_or_a_staged_one() 
         assert caught.value.field == "parameters.sources[1]", names
 
 
+def test_the_refusal_lists_each_staged_name_once_even_a_file_and_a_folder_of_one_name() -> None:
+    inputs = [JobInput(blob="p1/a.tif", dest="model/"), JobInput(job_id="own1", dest="model")]
+    params = PROCESSORS["imagery"].params_model.model_validate({"sources": ["other.tif"]})
+    with pytest.raises(InvalidJobError) as caught:
+        check_parameter_names(params, inputs)
+    assert "(they are staged as: model/)" in str(caught.value)
+
+
 def test_an_input_is_staged_under_its_own_name_or_the_one_it_asks_for() -> None:
     assert staged_name(JobInput(blob="p1/scene/x.tif")) == "x.tif"
     assert staged_name(JobInput(blob="x.tif")) == "x.tif"  # checked by the rules above, named all the same
