@@ -11,8 +11,13 @@ are skipped before the run and counted apart as equivalent: with postponed annot
 (``from __future__ import annotations``) nothing evaluates them, so no test can tell
 them apart (:func:`skip_annotations`; class-level annotations are mutated as usual).
 
+A pure module's mutants run its unit tests without the suite's conftest and plugins (a
+second of CPU each, not six); a target may be one function or method of a module
+(:attr:`Target.scope`), its other mutants skipped and counted apart.
+
 ``MUTATION_MODULES`` (comma-separated names from :data:`TARGETS`) runs some of them.
-Work files go to ``MUTATION_DIR`` (default: a temporary folder). The sources are
+Work files go to ``MUTATION_DIR`` (default: a temporary folder); a session left there is
+resumed, its mutants already tried kept. The sources are
 mutated in place while a mutant runs and restored after; do not edit them meanwhile.
 """
 
