@@ -5,28 +5,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hastegeo.models.history import make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deadlines import EXPIRY_REASONS, expiry_reason
+from tests.support.jobs import job_document
 
 CREATED = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
 
 def job(state: JobState, *, deadline_s: int, started_s: int | None = None, last_error: str | None = None) -> Job:
-    return Job(
-        id="j-1",
-        project_id="p1",
-        workload="artifacts",
-        state=state,
-        requested_backend="auto",
-        backend="local",
-        created_at=CREATED,
-        updated_at=CREATED,
+    return job_document(
+        CREATED,
+        state,
         started_at=None if started_s is None else CREATED + timedelta(seconds=started_s),
         deadline_at=CREATED + timedelta(seconds=deadline_s),
         last_error=last_error,
-        history=[make_event(CREATED, JobState.QUEUED, "accepted", "test")],
     )
 
 

@@ -6,29 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from hastegeo.models.history import make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.store import index
 from hastegeo.store.cursor import Position
+from tests.support.jobs import job_document
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 GRACE_S = 600.0
 
 
-def job(state: JobState = JobState.QUEUED, *, job_id: str = "j-1", project: str = "p1", created: datetime = NOW) -> Job:
-    return Job(
-        id=job_id,
-        project_id=project,
-        workload="artifacts",
-        state=state,
-        requested_backend="auto",
-        backend="local",
-        created_at=created,
-        updated_at=created,
-        deadline_at=created + timedelta(hours=1),
-        history=[make_event(created, JobState.QUEUED, "accepted", "test")],
-    )
+def job(state: JobState = JobState.QUEUED, *, project: str = "p1") -> Job:
+    return job_document(NOW, state, project_id=project)
 
 
 def entry(name: str, position: Position, last_modified: datetime | None = NOW) -> index.Entry:
@@ -64,7 +53,7 @@ def test_an_entry_name_gives_back_the_position_it_was_made_from() -> None:
         Position(index.EPOCH_MAX_MS - 1, "z"),
     ):
         assert index.parse(f"active/p1/{index.sort_key(position)}", "active/p1/") == position
-    assert index.position_of(job(created=NOW)) == Position(int(NOW.timestamp() * 1000), "j-1")
+    assert index.position_of(job()) == Position(int(NOW.timestamp() * 1000), "j-1")
     assert index.created_ms(NOW + timedelta(milliseconds=7)) == int(NOW.timestamp() * 1000) + 7
 
 
