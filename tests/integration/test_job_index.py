@@ -201,3 +201,26 @@ def test_a_document_that_does_not_parse_neither_stops_the_sweep_nor_loses_its_en
     store._container.upload_blob(JobStore.document_name(broken.id), b'{"id": "not a job"}', overwrite=True)
     assert [u.job_id for u in store.unfinished(now=datetime.now(UTC) + timedelta(hours=1))] == [fine.id]
     assert len(names(store, "active/p1/")) == 2  # the broken job's entry is kept for an operator to see
+
+
+def test_a_change_that_does_not_end_the_job_writes_its_document_alone(make_runtime: RuntimeFactory) -> None:
+    """A job's entries change only when it ends: a move between unfinished states, or an event
+    without a move, is one write (no entry is put again, so none can come back after a reader
+    removed it)."""
+    store = make_runtime().store
+    job = store_new(store)
+    writes: list[str] = []
+
+    def record_writes(request: PipelineRequest[Any]) -> None:
+        if request.http_request.method in ("PUT", "DELETE"):
+            writes.append(request.http_request.url.split("?", 1)[0])
+
+    counted = JobStore(
+        ContainerClient.from_container_url(
+            store._container.url, credential=store._container.credential, raw_request_hook=record_writes
+        )
+    )
+    counted.update(job.id, lambda j: record(j, now=NOW, limit=50, message="s", source="t", state=JobState.SUBMITTING))
+    counted.update(job.id, lambda j: record(j, now=NOW, limit=50, message="a note", source="t"))
+    assert len(writes) == 2
+    assert all(url.endswith(f"/jobs/{job.id}.json") for url in writes)

@@ -22,6 +22,7 @@ from hastegeo.compute.registry import BackendRegistry
 from hastegeo.compute.service import ExecutionService
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.reconcile import CHAIN_GRACE_S, ReconcileStep
 from hastegeo.runtime import Runtime, build_runtime
 from hastegeo.settings import load_settings
@@ -89,6 +90,56 @@ def test_a_job_past_its_deadline_fails_with_the_reason(clocked: tuple[Runtime, C
     assert failed.state is JobState.FAILED
     assert failed.reason == f"was not submitted before its deadline ({runtime.settings.pipeline.queued_deadline_s}s)"
     assert runtime.reconcile.run().expired == []  # terminal jobs are left alone
+
+
+def test_a_deadline_is_not_past_until_it_is_and_never_overrides_an_ending(
+    clocked: tuple[Runtime, Clock], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A job is expired only past its last moment, once (one "ended" record), and a copy read before
+    another step ended the job does not turn that ending into a failure."""
+    runtime, clock = clocked
+    ending, expiring = (runtime.acceptor.accept(parse_request(request(inputs=[]))).job for _ in range(2))
+    clock.now = max(ending.deadline_at, expiring.deadline_at)
+    assert runtime.reconcile.run().expired == []  # at the deadline, not past it
+    assert not expire(runtime.deps, expiring, "test")
+    assert runtime.deps.end_job(ending.id, JobState.CANCELLED, "cancelled", source="test", reason=None)
+    clock.advance(0.001)
+    with caplog.at_level(logging.INFO, logger="hastegeo.pipeline.deps"):
+        assert not expire(runtime.deps, ending, "test")  # the copy says queued; the store says cancelled
+        assert expire(runtime.deps, expiring, "test")
+    assert runtime.store.get(ending.id).state is JobState.CANCELLED
+    failed = runtime.store.get(expiring.id)
+    assert failed.state is JobState.FAILED
+    said = [record.getMessage() for record in caplog.records if record.getMessage().startswith("job ")]
+    assert said == [f"job {expiring.id} failed: {failed.reason}"]
+
+
+def test_a_copy_read_before_the_job_started_is_held_to_the_stored_deadline(clocked: tuple[Runtime, Clock]) -> None:
+    """A step's copy of a queued job carries the queued deadline; the stored job, now running, has its
+    run deadline: that one decides, and the provider job is stopped only when the job is expired."""
+    runtime, clock = clocked
+    queued = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
+    runtime.submit.handle(JobMessage(job_id=queued.id, kind="submit"))
+    running = runtime.store.get(queued.id)
+    assert running.state is JobState.RUNNING
+    assert running.deadline_at > queued.deadline_at
+    stopped: list[ComputeJobHandle] = []
+    cancel = runtime.deps.service.cancel
+
+    def recorded(handle: ComputeJobHandle) -> None:
+        stopped.append(handle)
+        cancel(handle)
+
+    runtime.deps.service.cancel = recorded  # type: ignore[method-assign]
+    for now in (queued.deadline_at + timedelta(seconds=1), running.deadline_at):
+        clock.now = now
+        assert not expire(runtime.deps, queued, "test")
+        assert runtime.store.get(queued.id).state is JobState.RUNNING
+    assert stopped == []
+    clock.advance(0.001)
+    assert expire(runtime.deps, queued, "test")
+    assert runtime.store.get(queued.id).state is JobState.FAILED
+    assert stopped == [running.handle]
 
 
 def test_a_running_job_past_its_deadline_is_failed_and_its_process_stopped(

@@ -11,8 +11,13 @@ are skipped before the run and counted apart as equivalent: with postponed annot
 (``from __future__ import annotations``) nothing evaluates them, so no test can tell
 them apart (:func:`skip_annotations`; class-level annotations are mutated as usual).
 
+A pure module's mutants run its unit tests without the suite's conftest and plugins (a
+second of CPU each, not six); a target may be one function or method of a module
+(:attr:`Target.scope`), its other mutants skipped and counted apart.
+
 ``MUTATION_MODULES`` (comma-separated names from :data:`TARGETS`) runs some of them.
-Work files go to ``MUTATION_DIR`` (default: a temporary folder). The sources are
+Work files go to ``MUTATION_DIR`` (default: a temporary folder); a session left there is
+resumed, its mutants already tried kept. The sources are
 mutated in place while a mutant runs and restored after; do not edit them meanwhile.
 """
 
@@ -23,39 +28,85 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = "hastelib/src/hastegeo"
-# Module -> the tests that hold it. The Azurite-backed ones start their own emulator.
-TARGETS: dict[str, tuple[str, ...]] = {
-    "states": (f"{SRC}/models/states.py", "tests/unit/core/test_states.py"),
-    "router": (f"{SRC}/compute/router.py", "tests/unit/core/test_router.py"),
-    "cursor": (f"{SRC}/store/cursor.py", "tests/unit/core/test_cursor.py"),
-    "redaction": (f"{SRC}/utils/redaction.py", "tests/unit/core/test_redaction.py"),
-    "ownership": (f"{SRC}/models/ownership.py", "tests/unit/core/test_ownership.py"),
-    "chain_quiet": (
-        f"{SRC}/pipeline/reconcile.py",
-        "tests/unit/core/test_chain_quiet.py tests/integration/test_reconcile.py",
+
+
+@dataclass(frozen=True)
+class Target:
+    """A module to mutate and the tests that hold it.
+
+    ``pure``: the tests need no fixture of ``tests/conftest.py`` (no Azurite), so each mutant runs them
+    with ``--noconftest`` and no plugin but pytest-timeout: about a second of CPU a mutant instead of
+    six (the conftest imports the whole runtime, the plugins hypothesis and schemathesis).
+    ``select``: a ``-k`` expression that picks the tests of ``tests`` that exercise the module.
+    ``scope``: the functions or classes (qualified names) whose mutants count; the rest of the
+    module is skipped and counted apart. Empty: the whole module.
+    """
+
+    module: str
+    tests: tuple[str, ...]
+    pure: bool = True
+    scope: tuple[str, ...] = ()
+    select: str = ""  # a pytest ``-k`` expression: only these of the tests
+
+
+TARGETS: dict[str, Target] = {
+    "states": Target(f"{SRC}/models/states.py", ("tests/unit/core/test_states.py",)),
+    "router": Target(f"{SRC}/compute/router.py", ("tests/unit/core/test_router.py",)),
+    "cursor": Target(f"{SRC}/store/cursor.py", ("tests/unit/core/test_cursor.py",)),
+    "redaction": Target(f"{SRC}/utils/redaction.py", ("tests/unit/core/test_redaction.py",)),
+    "ownership": Target(f"{SRC}/models/ownership.py", ("tests/unit/core/test_ownership.py",)),
+    "chain_quiet": Target(
+        f"{SRC}/pipeline/reconcile.py", ("tests/unit/core/test_chain_quiet.py",), scope=("chain_quiet",)
     ),
-    "index": (f"{SRC}/store/index.py", "tests/integration/test_job_index.py"),
-    "deadlines": (
+    "index": Target(f"{SRC}/store/index.py", ("tests/unit/core/test_index.py",)),
+    "deadlines": Target(
         f"{SRC}/pipeline/deadlines.py",
-        "tests/integration/test_reconcile.py tests/integration/test_deadlines.py",
+        ("tests/unit/core/test_deadlines.py", "tests/integration/test_reconcile.py"),
+        select="deadline",
+        pure=False,
     ),
-    "store": (f"{SRC}/store/jobs.py", "tests/integration/test_store.py tests/integration/test_job_index.py"),
+    # The update loop: read, change, write with If-Match, again on 412; its index entries.
+    "store": Target(
+        f"{SRC}/store/jobs.py",
+        (
+            "tests/integration/test_store.py",
+            "tests/integration/test_job_index.py",
+            "tests/integration/test_job_events.py",
+        ),
+        pure=False,
+        scope=("JobStore._update",),
+    ),
 }
+# Every mutant's run is bounded (cosmic-ray kills it, and counts it killed, past this).
+TIMEOUT_S = {True: 60.0, False: 240.0}
 
 
-def config(module: str, tests: str) -> str:
-    existing = " ".join(path for path in tests.split() if (REPO / path).exists())
-    command = f"{sys.executable} -m pytest -x -q -p no:cacheprovider -p no:randomly {existing}"
+def command(target: Target) -> tuple[str, dict[str, str]]:
+    """The test command of a mutant of ``target``, and the environment it runs in."""
+    tests = " ".join(path for path in target.tests if (REPO / path).exists())
+    flags = "-x -q -p no:cacheprovider -p no:randomly -p no:xdist"
+    env = dict(os.environ)
+    if target.pure:
+        flags += " --noconftest -p pytest_timeout"
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    if target.select:
+        flags += f" -k '{target.select}'"
+    return f"{sys.executable} -m pytest {flags} {tests}", env
+
+
+def config(target: Target, test_command: str) -> str:
     return (
         "[cosmic-ray]\n"
-        f'module-path = "{module}"\n'
-        "timeout = 120.0\n"
+        f'module-path = "{target.module}"\n'
+        f"timeout = {TIMEOUT_S[target.pure]}\n"
         "excluded-modules = []\n"
-        f'test-command = "{command}"\n\n'
+        f'test-command = "{test_command}"\n\n'
         "[cosmic-ray.distributor]\n"
         'name = "local"\n'
     )
@@ -81,53 +132,106 @@ def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]
     return spans
 
 
-def skip_annotations(session: Path, module: str) -> int:
-    """Mark every mutant inside an annotation as skipped (equivalent, see the module docstring); how many."""
+Span = tuple[tuple[int, int], tuple[int, int]]
+
+
+def scope_spans(source: str, names: tuple[str, ...]) -> list[Span]:
+    """(start, end) positions of the functions and classes of ``source`` named (qualified) in ``names``."""
+    spans: list[Span] = []
+    found: set[str] = set()
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = prefix + child.name
+                if name in names and child.end_lineno is not None and child.end_col_offset is not None:
+                    found.add(name)
+                    first = child.decorator_list[0] if child.decorator_list else child
+                    spans.append(((first.lineno, first.col_offset), (child.end_lineno, child.end_col_offset)))
+                visit(child, name + ".")
+
+    visit(ast.parse(source), "")
+    if set(names) - found:
+        raise SystemExit(f"not in the module: {sorted(set(names) - found)}")
+    return spans
+
+
+def skip(session: Path, target: Target) -> tuple[int, int]:
+    """Mark as skipped every mutant inside an annotation (equivalent, see the module docstring) and every
+    one outside the target's scope; how many of each."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
-    if "from __future__ import annotations" not in (REPO / module).read_text():
-        return 0
-    spans = annotation_spans((REPO / module).read_text())
-    skipped = 0
+    source = (REPO / target.module).read_text()
+    annotations = annotation_spans(source) if "from __future__ import annotations" in source else []
+    scope = scope_spans(source, target.scope) if target.scope else []
+    in_annotation = outside = 0
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item in list(db.pending_work_items):
             mutation = item.mutations[0]
             start, end = tuple(mutation.start_pos), tuple(mutation.end_pos)
-            if any(low <= start and end <= high for low, high in spans):
+            if target.scope and not any(low <= start and end <= high for low, high in scope):
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="outside"))
+                outside += 1
+            elif any(low <= start and end <= high for low, high in annotations):
                 db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="annotation"))
-                skipped += 1
-    return skipped
+                in_annotation += 1
+    return in_annotation, outside
 
 
-def run(name: str, work: Path) -> tuple[int, int, int, list[str]]:
-    """Killed, total and skipped (equivalent) mutants of one target, and the survivors."""
+@dataclass
+class Score:
+    killed: int = 0
+    total: int = 0
+    pending: int = 0
+    annotation: int = 0
+    outside: int = 0
+    seconds_per_mutant: float = 0.0
+    survivors: list[str] = field(default_factory=list)
+
+
+def run(name: str, work: Path) -> Score:
+    """Mutate one target and score it. A session left in ``work`` by an earlier run is resumed (its
+    mutants already tried are kept), so a module too big for one sitting can be scored in several."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
-    module, tests = TARGETS[name]
+    target = TARGETS[name]
+    test_command, env = command(target)
     cfg, session = work / f"{name}.toml", work / f"{name}.sqlite"
-    cfg.write_text(config(module, tests))
+    cfg.write_text(config(target, test_command))
     cosmic = [str(Path(sys.executable).parent / "cosmic-ray")]
-    subprocess.run([*cosmic, "init", str(cfg), str(session)], cwd=REPO, check=True)
-    subprocess.run([*cosmic, "baseline", str(cfg)], cwd=REPO, check=True)  # the tests pass unmutated
-    skipped = skip_annotations(session, module)
-    subprocess.run([*cosmic, "exec", str(cfg), str(session)], cwd=REPO, check=True)
-    killed, total, survivors = 0, 0, []
+    if not session.exists():
+        subprocess.run([*cosmic, "init", str(cfg), str(session)], cwd=REPO, check=True)
+        subprocess.run([*cosmic, "baseline", str(cfg)], cwd=REPO, env=env, check=True)  # passes unmutated
+        skip(session, target)
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        before = db.num_results
+    started = time.monotonic()
+    subprocess.run([*cosmic, "exec", str(cfg), str(session)], cwd=REPO, env=env, check=True)
+    elapsed = time.monotonic() - started
+    score = Score()
     with use_db(str(session), WorkDB.Mode.open) as db:
         items = {item.job_id: item for item in db.work_items}
+        score.pending = sum(1 for _ in db.pending_work_items)
+        tried = db.num_results - before
+        score.seconds_per_mutant = elapsed / tried if tried else 0.0
         for job_id, result in db.results:
             if result.worker_outcome == WorkerOutcome.SKIPPED:
+                if result.output == "outside":
+                    score.outside += 1
+                else:
+                    score.annotation += 1
                 continue
-            total += 1
+            score.total += 1
             if result.test_outcome == TestOutcome.SURVIVED:
                 mutation = items[job_id].mutations[0]
-                survivors.append(
+                score.survivors.append(
                     f"{mutation.module_path}:{mutation.start_pos[0]} {mutation.operator_name} #{mutation.occurrence}"
                 )
             else:
-                killed += 1  # killed, or incompetent (the mutant does not even import): caught either way
-    return killed, total, skipped, survivors
+                score.killed += 1  # killed, or incompetent (the mutant does not even import): caught either way
+    return score
 
 
 def main() -> int:
@@ -138,19 +242,24 @@ def main() -> int:
         return 2
     work = Path(os.environ.get("MUTATION_DIR") or tempfile.mkdtemp(prefix="mutation-"))
     work.mkdir(parents=True, exist_ok=True)
-    rows, all_killed, all_total, all_survivors = [], 0, 0, []
-    for name in names:
-        killed, total, skipped, survivors = run(name, work)
-        score = 100 * killed / total if total else 100
-        rows.append(f"{name:<12}{killed:>8}{total:>8}{score:>8.1f} %{skipped:>12}")
-        all_killed, all_total = all_killed + killed, all_total + total
-        all_survivors += survivors
-    print(f"\n{'module':<12}{'killed':>8}{'mutants':>8}{'score':>10}{'annotation':>12}")
-    print("\n".join(rows))
-    print(f"{'total':<12}{all_killed:>8}{all_total:>8}{(100 * all_killed / all_total if all_total else 100):>8.1f} %")
-    for survivor in all_survivors:
-        print(f"survived: {survivor}")
+    scores = {name: run(name, work) for name in names}
+    print(f"\n{'module':<12}{'killed':>8}{'mutants':>8}{'score':>10}{'annotation':>12}{'outside':>9}{'s/mutant':>10}")
+    for name, s in scores.items():
+        pending = f"  ({s.pending} not yet tried)" if s.pending else ""
+        print(
+            f"{name:<12}{s.killed:>8}{s.total:>8}{_percent(s.killed, s.total):>8.1f} %"
+            f"{s.annotation:>12}{s.outside:>9}{s.seconds_per_mutant:>10.1f}{pending}"
+        )
+    killed, total = sum(s.killed for s in scores.values()), sum(s.total for s in scores.values())
+    print(f"{'total':<12}{killed:>8}{total:>8}{_percent(killed, total):>8.1f} %")
+    for s in scores.values():
+        for survivor in s.survivors:
+            print(f"survived: {survivor}")
     return 0
+
+
+def _percent(part: int, whole: int) -> float:
+    return 100 * part / whole if whole else 100.0
 
 
 if __name__ == "__main__":

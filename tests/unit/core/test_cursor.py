@@ -10,6 +10,7 @@ import pytest
 
 from hastegeo.store import cursor
 from hastegeo.store.cursor import TOKEN_MAX_CHARS, InvalidTokenError, Position
+from hastegeo.store.index import EPOCH_MAX_MS
 
 KEY_BYTES = b"k" * 32
 
@@ -104,6 +105,32 @@ def test_the_key_is_not_asked_for_until_the_token_has_a_token_s_shape() -> None:
 
 def test_a_signed_payload_of_the_wrong_shape_is_refused() -> None:
     # Only a holder of the key could make these; the check still does not trust them.
-    for payload in (b'[2,1,"a"]', b'[1,-1,"a"]', b'[1,1.5,"a"]', b'[1,1,"UPPER"]', b"{}", b"\xff"):
-        token = f"{_b64(payload)}.{_b64(cursor._mac(KEY_BYTES, HERE, payload))}"
-        assert "this version understands" in _refused(token)
+    for payload in (b'[2,1,"a"]', b'[0,1,"a"]', b'[1,-1,"a"]', b'[1,1.5,"a"]', b'[1,1,"UPPER"]', b"{}", b"\xff"):
+        assert "this version understands" in _refused(_signed(payload))
+
+
+def _signed(payload: bytes) -> str:
+    """A token for ``payload`` signed with the key, as a holder of it (another release, say) could make."""
+    return f"{_b64(payload)}.{_b64(cursor._mac(KEY_BYTES, HERE, payload))}"
+
+
+def test_a_token_names_only_a_time_the_index_can_sort() -> None:
+    """The index sorts creation times above 0 and below ``EPOCH_MAX_MS`` (its names hold 13 digits of
+    ``EPOCH_MAX_MS - ms``): a token at another time would continue the listing at the wrong place."""
+    for ms in (1, EPOCH_MAX_MS - 1):
+        assert cursor.decode(_signed(f'[1,{ms},"a"]'.encode()), HERE, the_key) == Position(ms, "a")
+    for beyond in (0, -1, EPOCH_MAX_MS, EPOCH_MAX_MS + 1, 10 * EPOCH_MAX_MS):
+        assert "this version understands" in _refused(_signed(f'[1,{beyond},"a"]'.encode()))
+
+
+def test_a_token_given_out_before_an_upgrade_still_continues_its_listing() -> None:
+    """Clients keep tokens across deployments: the format (version 1, the MAC's framing) must not drift."""
+    issued = "WzEsMTc2NDAwMDAwMDEyMywiam9iLTAwMDEiXQ.TyZGRUbm-PUP3k2gt-loFw"
+    assert cursor.decode(issued, HERE, the_key) == AT
+    assert cursor.encode(AT, HERE, KEY_BYTES) == issued
+
+
+def test_a_token_over_the_length_limit_is_refused_for_its_length() -> None:
+    """The length is checked first (no pattern runs over a huge input), and the reason says so."""
+    assert "longer than" in _refused("A" * (TOKEN_MAX_CHARS + 1))
+    assert "longer than" not in _refused("A" * TOKEN_MAX_CHARS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, Field
 
 from hastegeo.compute.contract import BlobLocation, InputFile
 from hastegeo.models.job import JobInput, Submitter
@@ -15,7 +16,9 @@ from hastegeo.models.ownership import (
     parameter_refs,
     relative_blob,
     staged_inputs,
+    staged_name,
 )
+from hastegeo.models.params import InputName
 from hastegeo.processors import PROCESSORS
 from hastegeo.utils.errors import InvalidJobError
 
@@ -128,6 +131,55 @@ def test_each_input_naming_parameter_must_name_a_staged_input(workload: str, ref
 def test_https_sources_are_not_input_names() -> None:
     ref = next(ref for w, ref in REFS if w == "imagery")
     check_parameter_names(_params("imagery", ref, "https://tiles.example/a.tif"), [])
+
+
+def test_every_name_of_a_list_parameter_is_checked_past_a_url_or_a_staged_one() -> None:
+    """A URL or a staged input early in the list lets no later name through."""
+    inputs = [JobInput(blob="p1/scene/x.tif")]
+    for names in (["https://tiles.example/a.tif", "y.tif"], ["x.tif", "y.tif"]):
+        params = PROCESSORS["imagery"].params_model.model_validate({"sources": names})
+        with pytest.raises(InvalidJobError) as caught:
+            check_parameter_names(params, inputs)
+        assert caught.value.field == "parameters.sources[1]", names
+
+
+def test_the_refusal_lists_each_staged_name_once_even_a_file_and_a_folder_of_one_name() -> None:
+    inputs = [JobInput(blob="p1/a.tif", dest="model/"), JobInput(job_id="own1", dest="model")]
+    params = PROCESSORS["imagery"].params_model.model_validate({"sources": ["other.tif"]})
+    with pytest.raises(InvalidJobError) as caught:
+        check_parameter_names(params, inputs)
+    assert "(they are staged as: model/)" in str(caught.value)
+
+
+def test_an_input_is_staged_under_its_own_name_or_the_one_it_asks_for() -> None:
+    assert staged_name(JobInput(blob="p1/scene/x.tif")) == "x.tif"
+    assert staged_name(JobInput(blob="x.tif")) == "x.tif"  # checked by the rules above, named all the same
+    assert staged_name(JobInput(blob="p1/scene/x.tif", dest="a/y.tif")) == "a/y.tif"
+    assert staged_name(JobInput(job_id="own1")) == "own1"
+
+
+def test_a_parameter_marked_at_the_top_level_is_found_under_its_alias() -> None:
+    """A required ``InputName`` field (pydantic keeps its mark in the field's metadata, not the annotation)."""
+
+    class Scene(BaseModel):
+        scene_file: InputName = Field(alias="sceneFile")
+        caption: str = ""
+
+    assert parameter_refs(Scene) == [ParameterRef("scene_file", "sceneFile", many=False, urls=False)]
+
+
+def test_a_job_of_the_project_is_staged_whichever_strings_hold_the_project_id() -> None:
+    """The project a stored document names equals the request's, but is never the same object."""
+    staged = staged_inputs(
+        "".join(["p", "1"]),
+        [JobInput(job_id="own1")],
+        inputs_container="in",
+        outputs_container="out",
+        project_of=lambda _: "".join(["p", "1"]),
+    )
+    assert staged == [
+        InputFile(source=BlobLocation(container="out", path="jobs/own1/outputs"), dest="own1", is_prefix=True)
+    ]
 
 
 def test_a_submitter_is_described_by_name_and_object_id() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import logging
 from types import SimpleNamespace
 
 import pytest
 
 from hastegeo.utils.errors import TransientBackendError, describe_exception
-from hastegeo.utils.redaction import REDACTED, RedactingFilter, redact
+from hastegeo.utils.redaction import REDACTED, RedactingFilter, install_redacting_filter, redact
 
 SAS_URL = (
     "https://acct.blob.core.windows.net/c/b.tif?sv=2024-11-04&se=2026-12-01T00%3A00%3A00Z&sr=b&sp=r"
@@ -97,6 +98,34 @@ def test_logging_filter_redacts_messages_args_and_tracebacks(caplog: pytest.LogC
     text = caplog.text
     assert "AbCdEf0123456789" not in text
     assert "fetching https://acct.blob.core.windows.net/c/b.tif" in text
+
+
+def test_the_first_handler_to_see_a_record_gets_it_redacted_traceback_and_all() -> None:
+    """The filter renders the traceback itself when no handler has yet: a formatter rendering it
+    after the filter ran would write the secret. A record whose arguments do not fit its format is
+    kept (as its format), and installing the filter twice leaves one per handler."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("test.redaction.first")
+    logger.propagate = False
+    logger.addHandler(handler)
+    try:
+        install_redacting_filter(logger)
+        install_redacting_filter(logger)
+        assert [type(f) for f in handler.filters] == [RedactingFilter]
+        try:
+            raise RuntimeError(f"download failed for {SAS_URL}")
+        except RuntimeError:
+            logger.exception("fetching")
+        logger.error("no traceback, sig=%s", "AbCdEf0123456789")
+        logger.error("arguments that do not fit %s %s", "sig=AbCdEf0123456789")
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert "AbCdEf0123456789" not in text
+    assert "RuntimeError: download failed for https://acct.blob.core.windows.net/c/b.tif?" in text
+    assert f"no traceback, sig={REDACTED}" in text
+    assert "arguments that do not fit %s %s" in text
 
 
 def test_describe_a_real_storage_error_by_its_code_value() -> None:

@@ -94,6 +94,14 @@ def test_auto_distribution_follows_weights() -> None:
     assert 0.72 < share < 0.78  # expected 0.75; the bound is ~6 standard deviations
 
 
+def test_auto_shares_follow_weights_among_more_than_two_backends() -> None:
+    """Each backend's share is its weight over the total. With two backends a score that ranked by
+    weight times the hash's exponential would share the same; with four it gives the heavy one 58 %."""
+    weighted = router(a=1, b=1, c=1, d=3)
+    counts = Counter(weighted.resolve("auto", "imagery", f"job-{i}") for i in range(8000))
+    assert 0.47 < counts["d"] / 8000 < 0.53  # expected 0.5; the bound is ~5 standard deviations
+
+
 def test_removing_a_backend_moves_only_its_jobs() -> None:
     before = router(local=1, azure_batch=1, azure_ml=1)
     after = router(local=1, azure_batch=1)

@@ -39,7 +39,7 @@ TOKEN_MAX_CHARS = 256
 _VERSION = 1
 _MAC_BYTES = 16
 _SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}\.[A-Za-z0-9_-]{22}")  # fullmatch
-_MS_MAX = 10**13  # the store's index sorts times below this
+_MS_MAX = 10**13  # the store's index sorts times above 0 and below this
 
 
 class InvalidTokenError(ValueError):
@@ -50,9 +50,12 @@ class InvalidTokenError(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Position:
-    """Where a listing stopped: the last entry it examined, by the listing's sort key."""
+    """Where a listing stopped: the last entry it examined, by the listing's sort key.
+
+    Not orderable: the listing's order (newest first, then id) is :func:`hastegeo.store.index.sort_key`'s.
+    """
 
     created_ms: int
     job_id: str
@@ -95,7 +98,7 @@ def decode(token: str, bound_to: bytes, key: Callable[[], bytes]) -> Position:
     valid = (
         version == _VERSION
         and type(created_ms) is int
-        and 0 <= created_ms < _MS_MAX
+        and 0 < created_ms < _MS_MAX
         and isinstance(job_id, str)
         and is_id(job_id)
     )
