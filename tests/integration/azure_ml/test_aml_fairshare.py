@@ -68,12 +68,12 @@ class Workspace:
         return [name.removeprefix("haste-") for op, name in self.standin.calls if op == "jobs.create_or_update"]
 
     def end(self, job_id: str, status: str = "Failed") -> None:
-        """Azure ML ends the job; the next look of the poll step sees it, and its end frees its seat."""
+        """Azure ML ends the job; the poll step's next look sees it, frees its seat and submits the job that got it."""
         error = ("UserError", "exit code 1") if status == "Failed" else None
         self.standin.set_status(f"haste-{job_id}", status, error=error)
         self.runtime.poll.handle(JobMessage(job_id=job_id, kind="nudge"))
         assert self.runtime.store.get(job_id).state.terminal
-        self.deliver()  # the jobs that got the freed seat
+        self.deliver()  # anything sent meanwhile (a seat's job whose hand-over failed would come this way)
 
     def waiting_lines(self, job_id: str) -> list[str]:
         return [e.message for e in self.runtime.store.get(job_id).history if e.message.startswith("waiting:")]
