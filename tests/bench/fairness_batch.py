@@ -6,9 +6,11 @@ Batch at once; "projects in turn" goes through the pipeline's admission
 (:class:`hastegeo.pipeline.admission.Admission`, its book in Azurite,
 ``HASTE_BACKEND_MAX_RUNNING=azure_batch=<slots>``): a job without a seat waits in
 the book; the end of a job, seen by polling its Batch task, frees its seat, and the
-jobs that got one come back on the ``jobs-submit`` queue, where this driver plays the
-submit step (seat, then the adapter's submit). Every call is the real SDK's against
-the service on 127.0.0.1.
+thread that saw it submits the job that got the seat at once (the pipeline's hand-over,
+ADR 0032's addendum). "in turn, by message" is the same admission as first shipped: the
+jobs that got a seat come back on the ``jobs-submit`` queue, where this driver plays
+the submit step (seat, then the adapter's submit). Every call is the real SDK's
+against the service on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from hastegeo_dev.testing.batch_service import BatchTestService
 POOL = "fair-pool"
 WORKLOAD = ("python", "-c", "import time; time.sleep(0.5)")  # a pool drains slower than a burst arrives
 SUBMITTERS = 4  # the burst is submitted by this many workers at once, as the Functions host takes messages
+TODAY = "today's order"
 TURNS = "projects in turn"
+BY_MESSAGE = "in turn, by message"  # before the hand-over: a freed seat's job waits for its submit message
 
 
 def _spec(name: str, project: str, container: str) -> ComputeJobSpec:
@@ -75,7 +79,8 @@ class Driver:
         self.queue = queues.get_queue_client(SUBMIT_QUEUE)
         self.queue.create_queue()
         sender = QueueSender(queues)
-        self.turns = order == TURNS
+        self.turns = order != TODAY
+        self.hand_over = order == TURNS
         limits = Limits(seats={"azure_batch": slots}) if self.turns else Limits()
         self.admission = Admission(AdmissionBook(self.blobs.get_container_client(self.container)), limits, sender, _now)
         self.projects: dict[str, str] = {}
@@ -100,7 +105,8 @@ class Driver:
                 self.submitted[name] = _now()
 
     def serve(self) -> None:
-        """Jobs that got a seat come back on the submit queue; polling sees ends and frees their seats.
+        """Polling sees ends and frees their seats; the jobs that got one are submitted by the polling
+        thread (hand-over), or come back on the submit queue (by message).
 
         Today's order needs neither: Batch holds every job.
         """
@@ -129,9 +135,14 @@ class Driver:
             for name, handle in following:
                 if self.batch.status(handle).state.terminal:
                     self.ended.add(name)
-                    for admitted in self.admission.free([name]):
+                    hand_over = self._hand_over if self.hand_over else None
+                    for admitted in self.admission.free([name], hand_over):
                         self.seated.setdefault(admitted, _now())
             time.sleep(0.02)
+
+    def _hand_over(self, name: str) -> None:
+        self.seated.setdefault(name, _now())  # its seat was written by the change that called this
+        self.submit(name, self.projects[name])
 
     def started(self, name: str) -> datetime | None:
         handle = self.handles.get(name)

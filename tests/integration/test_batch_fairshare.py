@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -21,26 +22,28 @@ from hastegeo.runtime import Runtime
 from hastegeo.store.admission import AdmissionBook
 from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.bench import fairness_batch
 
 from .conftest import drive, put_input, request
 from .test_capacity import Clock, running
 
 pytestmark = pytest.mark.azurite
+Limited = tuple[Runtime, Clock, BatchTestService]  # the runtime, its clock, the Batch test service under it
 
 
 @pytest.fixture
-def limited(azurite: Azurite, unique: str) -> Iterator[tuple[Runtime, Clock]]:
+def limited(azurite: Azurite, unique: str) -> Iterator[Limited]:
     clock = Clock()
     env = {
         "HASTE_BACKENDS_ENABLED": "azure_batch",
         "HASTE_PROJECT_MAX_RUNNING_PER_BACKEND": "azure_batch=1",
         "HASTE_BACKEND_MAX_RUNNING": "azure_batch=2",
     }
-    with running(azurite, unique, clock, **env) as (runtime, _):
+    with running(azurite, unique, clock, **env) as (runtime, service):
         for project in ("p1", "p2", "p3"):
             put_input(runtime, f"{project}/a.txt", b"alpha")
-        yield runtime, clock
+        yield runtime, clock, service
 
 
 def submit(runtime: Runtime, project: str) -> str:
@@ -58,8 +61,10 @@ def book(runtime: Runtime) -> AdmissionBook:
     return AdmissionBook(runtime.blobs.get_container_client(runtime.settings.storage.jobs_container))
 
 
-def test_jobs_wait_for_their_project_and_the_backend_then_take_turns(limited: tuple[Runtime, Clock]) -> None:
-    runtime, clock = limited
+def test_jobs_wait_for_their_project_and_the_backend_then_take_turns(
+    limited: Limited,
+) -> None:
+    runtime, clock, _ = limited
     first = submit(runtime, "p1")
     held = submit(runtime, "p1")
     other = submit(runtime, "p2")
@@ -75,13 +80,40 @@ def test_jobs_wait_for_their_project_and_the_backend_then_take_turns(limited: tu
     clock.now += timedelta(seconds=1)
     assert drive(runtime, first).state is JobState.SUCCEEDED  # its end frees its seat: p1's next job, the oldest
     assert set(book(runtime).read().holding) == {other, held}
-    runtime.submit.handle(JobMessage(job_id=held, kind="submit"))  # the message the release sent
+    # The poll step that saw the end submitted it at once (no submit message to wait for).
     assert runtime.store.get(held).state is JobState.RUNNING
     assert runtime.store.get(third).state is JobState.QUEUED
+    runtime.submit.handle(JobMessage(job_id=held, kind="submit"))  # a stray submit message changes nothing
+    assert runtime.store.get(held).state is JobState.RUNNING
 
 
-def test_the_reconciler_frees_a_seat_whose_release_was_lost(limited: tuple[Runtime, Clock]) -> None:
-    runtime, clock = limited
+def test_a_seat_handed_over_to_a_job_batch_refuses_goes_by_message(
+    limited: Limited, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime, _, service = limited
+    first = submit(runtime, "p1")
+    held = submit(runtime, "p1")
+    sent: list[JobMessage] = []
+    send = runtime.queues.send
+
+    def recorded(queue: str, message: JobMessage, *args: Any) -> Any:
+        sent.append(message)
+        return send(queue, message, *args)
+
+    monkeypatch.setattr(runtime.queues, "send", recorded)
+    service.faults.fail("create_job", 503, "ServerBusy", times=50)  # the hand-over's submission cannot get through
+    assert drive(runtime, first).state is JobState.SUCCEEDED
+    waiting = runtime.store.get(held)
+    assert waiting.state is JobState.QUEUED
+    assert any(e.message.startswith("submit attempt 1 on azure_batch failed, will retry") for e in waiting.history)
+    assert JobMessage(job_id=held, kind="submit") in sent  # the queue retries it
+    service.faults.clear()
+    runtime.submit.handle(JobMessage(job_id=held, kind="submit"))  # that message, delivered
+    assert runtime.store.get(held).state is JobState.RUNNING
+
+
+def test_the_reconciler_frees_a_seat_whose_release_was_lost(limited: Limited) -> None:
+    runtime, clock, _ = limited
     first = submit(runtime, "p1")
     second = submit(runtime, "p2")
     waiting = submit(runtime, "p3")

@@ -184,7 +184,11 @@ def build_runtime(
         _ensure(blobs, queues, settings)
     topic = event_topic(settings)
     admission = Admission(AdmissionBook(jobs_container), limits_of(settings), queues, clock)  # ADR 0032
-    store = JobStore(jobs_container, publish=admission.releasing(EventPublisher(queues, topic)))
+
+    def hand_over(job_id: str) -> None:  # a freed seat's job is submitted by the step that freed it (ADR 0032)
+        submit.handle(JobMessage(job_id=job_id, kind="submit"))
+
+    store = JobStore(jobs_container, publish=admission.releasing(EventPublisher(queues, topic), hand_over))
 
     def nudge(message: JobMessage) -> None:
         queues.send(POLL_QUEUE, message)
@@ -246,7 +250,8 @@ def build_runtime(
         ),
         queues=api_queues,
     )
-    poll = FollowStep(deps, FinishStep(deps, acceptor))
+    poll = FollowStep(deps, FinishStep(deps, acceptor, hand_over))
+    submit = SubmitStep(deps)
     if inline_exits:
         ExitHandler(poll=poll.handle, fallback=nudge).serve(exits)
     return Runtime(
@@ -257,7 +262,7 @@ def build_runtime(
         registry=registry,
         deps=deps,
         acceptor=acceptor,
-        submit=SubmitStep(deps),
+        submit=submit,
         poll=poll,
         cancel=CancelStep(deps),
         poison=PoisonStep(deps),

@@ -19,6 +19,7 @@ from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
+from hastegeo.pipeline.admission import HandOver
 from hastegeo.pipeline.deps import PipelineDeps, ended_job
 from hastegeo.pipeline.outputs import OutputReads
 from hastegeo.pipeline.progress import progress_lines, with_workload_lines
@@ -32,15 +33,19 @@ SOURCE = "poll"
 
 
 class FinishStep:
-    def __init__(self, deps: PipelineDeps, acceptor: JobAcceptor) -> None:
+    def __init__(self, deps: PipelineDeps, acceptor: JobAcceptor, hand_over: HandOver | None = None) -> None:
+        """``hand_over`` submits a job that got the seat this job's end freed (ADR 0032), in this step."""
         self._deps = deps
         self._acceptor = acceptor
+        self._hand_over = hand_over
 
     def ended(self, version: Versioned, status: ComputeStatus, message: JobMessage) -> None:
         """The provider reports the job of ``version`` ended (``status``); ``message`` is the one being handled."""
         deps = self._deps
         job = version.job
         assert job.handle is not None
+        if deps.admission is not None:  # the provider's capacity is free now: the next in turn needs no wait
+            deps.admission.provider_ended(job.id, self._hand_over)
         if status.state is not ComputeState.SUCCEEDED:
             if status.state is ComputeState.CANCELLED:
                 state, line, reason = JobState.CANCELLED, f"cancelled: {status.reason or 'by request'}", status.reason
