@@ -133,6 +133,11 @@ def _azure() -> None:
     # as well hands it to the Functions worker's handler, which forwards it to the host, which
     # exports it a second time (two rows in `traces` for one record; docs/adr/0020).
     logging.getLogger("hastegeo").propagate = False
+    # That handler sees a record before, and now instead of, the root's handlers and their redacting
+    # filter (function_app.py): it needs its own, or a signed URL in a message reaches `traces` whole.
+    from hastegeo.utils.redaction import install_redacting_filter
+
+    install_redacting_filter(logging.getLogger("hastegeo"))
     # The distro's sampler (OTEL_TRACES_SAMPLER) decides, but a storage call's HTTP request is no
     # dependency row of its own: the SDK call's row already says it (docs/adr/0012).
     provider = trace.get_tracer_provider()
