@@ -47,3 +47,20 @@ def test_a_process_that_stops_before_its_first_interval_still_writes_its_totals(
     points = latest_metrics(otel)["haste.outputs.blob_fallback"]
     assert [(point["attributes"], point["value"]) for point in points] == [({"backend": "local"}, 2)]
     assert all(json.loads(line) for line in otel.read_text(encoding="utf-8").splitlines())
+
+
+def test_the_totals_of_several_processes_writing_one_file_add_up(tmp_path: Path) -> None:
+    """The development host's HTTP process and its queue workers count apart and share the file."""
+    otel = tmp_path / "otel.jsonl"
+    code = (
+        "import sys\n"
+        "from hastegeo.telemetry.configure import configure_telemetry\n"
+        "configure_telemetry('file:' + sys.argv[1])\n"
+        "from hastegeo.telemetry import meter\n"
+        "for _ in range(int(sys.argv[2])):\n"
+        "    meter.blob_fallback('local')\n"
+    )
+    for count in (2, 3):
+        subprocess.run([sys.executable, "-c", code, str(otel), str(count)], check=True, timeout=60)
+    points = latest_metrics(otel)["haste.outputs.blob_fallback"]
+    assert sorted(point["value"] for point in points) == [2, 3]  # each process's latest totals, not the last one's
