@@ -59,7 +59,9 @@ def test_one_job_is_one_trace_with_every_step_and_is_counted(tmp_path: Path) -> 
             return spans if any(s["name"] == "postprocess" for s in spans) else []
 
         spans = _eventually(whole_trace)
-        metrics = _eventually(lambda: (m := latest_metrics(otel)).get("haste.jobs.succeeded") and m)
+    # Metrics are written every OTEL_METRIC_EXPORT_INTERVAL (60 s unset) and once more by each process
+    # as it stops: the totals are in the file once the stack has stopped.
+    metrics = latest_metrics(otel)
 
     names = [span["name"] for span in spans]
     assert {"POST /api/jobs", "submit", "postprocess"} <= set(names), names

@@ -82,3 +82,50 @@ def test_a_traceback_is_redacted_too(lines: tuple[logging.Logger, io.StringIO]) 
     entry = json.loads(stream.getvalue())
     assert "abcdef123" not in entry["exception"]
     assert "RuntimeError" in entry["exception"]
+
+
+def test_a_record_through_two_handlers_is_redacted_once_and_clean_in_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With telemetry on, a record reaches the JSON lines handler and the root's: one redaction serves both,
+    and a formatter given a record no filter cleaned still redacts it itself."""
+    import hastegeo.telemetry.logs as logs_module
+    import hastegeo.utils.redaction as redaction_module
+
+    calls: list[str] = []
+    real = redaction_module.redact
+
+    def counting(text: str) -> str:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(redaction_module, "redact", counting)
+    monkeypatch.setattr(logs_module, "redact", counting)
+    streams = [io.StringIO(), io.StringIO()]
+    handlers = [logging.StreamHandler(stream) for stream in streams]
+    for handler in handlers:
+        handler.setFormatter(JsonFormatter())
+        handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("hastegeo.test.twice")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    for handler in handlers:
+        logger.addHandler(handler)
+    try:
+        try:
+            raise RuntimeError("sig=abcdef123 in the url")
+        except RuntimeError:
+            logger.exception("read %s failed", "https://a.blob.core.windows.net/c/b?sv=1&sig=SECRET")
+    finally:
+        for handler in handlers:
+            logger.removeHandler(handler)
+    assert len(calls) == 2  # the message and the traceback, once each, for both handlers
+    for stream in streams:
+        entry = json.loads(stream.getvalue())
+        assert "SECRET" not in entry["message"]
+        assert "sig=[REDACTED]" in entry["message"]
+        assert "abcdef123" not in entry["exception"]
+        assert "RuntimeError" in entry["exception"]
+
+    calls.clear()
+    unfiltered = logging.LogRecord("hastegeo.x", logging.INFO, __file__, 1, "key sig=%s", ("SECRET",), None)
+    assert "SECRET" not in JsonFormatter().format(unfiltered)  # no filter ran: the formatter redacts
+    assert len(calls) == 1

@@ -1,4 +1,4 @@
-"""In Azure mode one log record leaves the process once: through Azure Monitor, not also via root.
+"""In Azure mode one log record leaves the process once, redacted: through Azure Monitor, not also via root.
 
 The Functions Python worker forwards what reaches the root logger to the host, and the host
 exports it again (``host.json`` ``telemetryMode: OpenTelemetry``, Microsoft's "Use OpenTelemetry
@@ -37,6 +37,7 @@ logging.getLogger().addHandler(WorkerForwarding())
 from hastegeo.telemetry.configure import configure_telemetry
 configure_telemetry("azure")
 logging.getLogger("hastegeo.pipeline").warning("one record %s", "only")
+logging.getLogger("hastegeo.pipeline").warning("read %s", "https://a.blob.core.windows.net/c/b?sv=1&sig=SECRETSIG")
 from opentelemetry._logs import get_logger_provider
 get_logger_provider().force_flush()
 print(len([m for m in forwarded if m == "one record only"]))
@@ -90,4 +91,7 @@ def test_one_log_record_leaves_the_process_once(tmp_path: Any) -> None:
         e for e in Ingestion.received if e.get("data", {}).get("baseData", {}).get("message") == "one record only"
     ]
     assert len(messages) == 1, f"Azure Monitor received {len(messages)} copies"
+    sent = [e.get("data", {}).get("baseData", {}).get("message") for e in Ingestion.received]
+    sent = [message for message in sent if isinstance(message, str) and message.startswith("read ")]
+    assert sent == ["read https://a.blob.core.windows.net/c/b?sv=1&sig=[REDACTED]"], "a log record left unredacted"
     assert forwarded_to_the_host == 0, "the record also reached the root logger, which the worker forwards to the host"

@@ -20,10 +20,12 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hastegeo.config import parse_export
+from hastegeo.utils.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
@@ -34,16 +36,38 @@ _lock = threading.Lock()
 _configured: str | None = None
 # Spans wait at most this long before they are written, in batches of up to EXPORT_BATCH; a queue of
 # SPAN_QUEUE bounds the memory a stalled exporter can take (spans past it are dropped, not the step).
-EXPORT_DELAY_MS = 1000
+# 5 s is the SDK's default and what the Azure Monitor distro uses; every second cost each process a
+# wake-up and a write whether or not a job ran (docs/adr/0012).
+EXPORT_DELAY_MS = 5000
 EXPORT_BATCH = 512
 SPAN_QUEUE = 4096
+# Metrics are cumulative, so how often they are written changes only how fresh the file is. The
+# standard variable decides, as it does for the Azure Monitor distro; unset, both write every 60 s
+# (the SDK's default), and each process writes its totals once more when it stops.
+METRIC_INTERVAL_VARIABLE = "OTEL_METRIC_EXPORT_INTERVAL"
+DEFAULT_METRIC_INTERVAL_MS = 60_000
 
 
-def configure_telemetry(export: str, *, metric_interval_s: float = 1.0) -> str:
+def metric_interval_ms(environ: Mapping[str, str]) -> int:
+    """Milliseconds between metric exports in the file and console modes, from ``OTEL_METRIC_EXPORT_INTERVAL`` (pure).
+
+    Raises:
+        ConfigurationError: the variable is set but is not a whole number of milliseconds above 0.
+    """
+    raw = environ.get(METRIC_INTERVAL_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_METRIC_INTERVAL_MS
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ConfigurationError(f"{METRIC_INTERVAL_VARIABLE}={raw!r}: milliseconds between metric exports, above 0")
+    return int(raw)
+
+
+def configure_telemetry(export: str) -> str:
     """Install exporters for ``export`` unless this process already did; returns the mode in force.
 
     Raises:
-        ConfigurationError: ``OTEL_TRACES_SAMPLER`` or its argument is not one the file and console modes know.
+        ConfigurationError: ``OTEL_TRACES_SAMPLER`` or its argument, or ``OTEL_METRIC_EXPORT_INTERVAL``, is not
+            one the file and console modes know.
     """
     global _configured
     from hastegeo.telemetry.logs import quiet_expected_sdk_noise
@@ -56,7 +80,7 @@ def configure_telemetry(export: str, *, metric_interval_s: float = 1.0) -> str:
         if mode == "azure":
             _azure()
         else:
-            _json_lines(path, metric_interval_s)
+            _json_lines(path)
         from azure.core.settings import settings as azure_settings
 
         azure_settings.tracing_implementation = "opentelemetry"
@@ -65,7 +89,7 @@ def configure_telemetry(export: str, *, metric_interval_s: float = 1.0) -> str:
     return mode
 
 
-def _json_lines(path: Path | None, metric_interval_s: float) -> None:
+def _json_lines(path: Path | None) -> None:
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
@@ -77,6 +101,7 @@ def _json_lines(path: Path | None, metric_interval_s: float) -> None:
     from hastegeo.telemetry.sampling import pipeline_sampler
 
     sampler = pipeline_sampler(os.environ)  # first: a bad OTEL_TRACES_SAMPLER installs nothing
+    interval_ms = metric_interval_ms(os.environ)
     sink = JsonLines(path if path is not None else sys.stderr)
     resource = Resource.create({"service.name": SERVICE_NAME})
     tracer_provider = TracerProvider(resource=resource, sampler=sampler)
@@ -89,9 +114,7 @@ def _json_lines(path: Path | None, metric_interval_s: float) -> None:
     tracer_provider.add_span_processor(processor)
     cache_tracers(tracer_provider)
     trace.set_tracer_provider(tracer_provider)
-    reader = PeriodicExportingMetricReader(
-        JsonLinesMetricExporter(sink), export_interval_millis=int(metric_interval_s * 1000)
-    )
+    reader = PeriodicExportingMetricReader(JsonLinesMetricExporter(sink), export_interval_millis=interval_ms)
     metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=[reader]))
     logging.getLogger("hastegeo").addHandler(JsonLinesLogHandler(sink))
 
@@ -110,6 +133,11 @@ def _azure() -> None:
     # as well hands it to the Functions worker's handler, which forwards it to the host, which
     # exports it a second time (two rows in `traces` for one record; docs/adr/0020).
     logging.getLogger("hastegeo").propagate = False
+    # That handler sees a record before, and now instead of, the root's handlers and their redacting
+    # filter (function_app.py): it needs its own, or a signed URL in a message reaches `traces` whole.
+    from hastegeo.utils.redaction import install_redacting_filter
+
+    install_redacting_filter(logging.getLogger("hastegeo"))
     # The distro's sampler (OTEL_TRACES_SAMPLER) decides, but a storage call's HTTP request is no
     # dependency row of its own: the SDK call's row already says it (docs/adr/0012).
     provider = trace.get_tracer_provider()

@@ -156,9 +156,11 @@ class JsonLinesMetricExporter(MetricExporter):
         self._sink = sink
 
     def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        pid = os.getpid()  # each process writes its own totals: a reader adds them up (latest_metrics)
         entries = [
             {
                 "signal": "metric",
+                "pid": pid,
                 "name": metric.name,
                 "unit": metric.unit,
                 "points": [_point(point) for point in metric.data.data_points],
@@ -190,12 +192,19 @@ def job_logs(path: Path, job_id: str) -> list[dict[str, Any]]:
 
 
 def latest_metrics(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each metric's latest points (cumulative totals) from a JSON lines file."""
-    latest: dict[str, list[dict[str, Any]]] = {}
+    """Each metric's cumulative totals from a JSON lines file: every process's latest points, side by side.
+
+    The development host's processes (the HTTP host, its queue workers) count apart and write
+    their own totals to the one file; a metric's total is the sum over its processes' latest points.
+    """
+    latest: dict[tuple[Any, str], list[dict[str, Any]]] = {}
     for entry in _lines(path):
         if entry.get("signal") == "metric":
-            latest[entry["name"]] = entry["points"]
-    return latest
+            latest[(entry.get("pid"), entry["name"])] = entry["points"]
+    merged: dict[str, list[dict[str, Any]]] = {}
+    for (_, name), points in latest.items():
+        merged.setdefault(name, []).extend(points)
+    return merged
 
 
 def export_cost(path: Path) -> tuple[int, float]:

@@ -12,6 +12,7 @@ import logging
 import re
 
 REDACTED = "[REDACTED]"
+_REDACTED = "_haste_redacted"  # set on a log record once RedactingFilter has cleaned it
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # SAS signature (and the signed-key fields of user-delegation SAS) wherever they stand.
@@ -57,6 +58,8 @@ class RedactingFilter(logging.Filter):
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if is_redacted(record):  # another handler's filter cleaned it: its text is final
+            return True
         try:
             message = record.getMessage()
         except Exception:  # a bad format string must not drop the record
@@ -67,7 +70,20 @@ class RedactingFilter(logging.Filter):
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
+        setattr(record, _REDACTED, True)
         return True
+
+
+def is_redacted(record: logging.LogRecord) -> bool:
+    """Whether a :class:`RedactingFilter` has rendered and cleaned ``record`` (its message and traceback).
+
+    A record goes to every handler on its way up: with telemetry on, the JSON lines or
+    Azure Monitor handler of ``hastegeo`` and the root logger's. Each has the filter, and
+    the JSON formatter redacted the message once more; at a dozen patterns a pass, that
+    was most of what a log line cost (docs/adr/0012). The first filter marks the record,
+    and the later passes skip it.
+    """
+    return getattr(record, _REDACTED, False) is True
 
 
 def install_redacting_filter(root: logging.Logger | None = None) -> None:
