@@ -178,13 +178,24 @@ class LocalStack:
         return f"{self.base_url}/api/console/"
 
     def start(self) -> LocalStack:
+        """Start what is not running yet; on a failure, stop what this call started and raise.
+
+        ``with LocalStack(...)`` runs no ``__exit__`` when ``__enter__`` raises: an Azurite left
+        behind by a host that missed its start bound would run on, unowned, until the machine stops.
+        """
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if not self.azurite.blob_url:
+        started_azurite = not self.azurite.blob_url
+        if started_azurite:
             self.azurite.start()
-        # Provision like the infrastructure does in Azure, so callers can upload inputs at once.
-        ensure_storage(load_settings(self.env))
-        allow_console_reads(self.azurite.connection_string, self.port)
-        self.start_host()
+        try:
+            # Provision like the infrastructure does in Azure, so callers can upload inputs at once.
+            ensure_storage(load_settings(self.env))
+            allow_console_reads(self.azurite.connection_string, self.port)
+            self.start_host()
+        except BaseException:
+            if started_azurite:
+                self.azurite.stop()
+            raise
         return self
 
     def start_host(self) -> HostProcess:
