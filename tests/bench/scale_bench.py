@@ -57,6 +57,7 @@ from hastegeo.store import index
 from hastegeo.store.jobs import JobStore, _metadata
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.readiness import StartBound
 from tests.bench import storage_calls
 from tests.bench.azurite_seed import append_blobs
 
@@ -144,7 +145,7 @@ def measure(runtime: Runtime, azurite: Azurite, probe: str, repeat: int) -> dict
 
 
 def start(location: Path) -> tuple[Azurite, Runtime]:
-    azurite = Azurite(location=str(location), startup_timeout=600).start()
+    azurite = Azurite(location=str(location), start_bound=StartBound(stall_s=600.0, cpu_s=600.0, wall_s=600.0)).start()
     env = {"AzureWebJobsStorage": azurite.connection_string, "HASTE_LOCAL_ROOT": str(location.parent / "local")}
     return azurite, build_runtime(load_settings(env))
 

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +12,7 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient
 
 from hastegeo.store.queues import SUBMIT_QUEUE
-from hastegeo_dev.stack import HOST_START_TIMEOUT_S, HostProcess, LocalStack
+from hastegeo_dev.stack import HostProcess, LocalStack
 
 # The caller the host injects into every request that carries no X-MS-CLIENT-PRINCIPAL of its own.
 FUZZ_PRINCIPAL = "name=fuzz@localhost;roles=Haste.Admin"
@@ -25,31 +22,10 @@ JOBS_CONTAINER = "haste-jobs"
 class HttpOnlyHost(HostProcess):
     """:class:`HostProcess` running ``tests.fuzz.http_only_host``: the same app, but nothing consumes the queues."""
 
-    def start(self) -> HttpOnlyHost:
-        import subprocess
+    name = "HTTP-only host"
 
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.fuzz.http_only_host", str(self.port)],
-                cwd=self.root,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + HOST_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the HTTP-only host exited during start-up; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/api/health", timeout=2) as response:
-                    if response.status == 200:
-                        return self
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"the HTTP-only host did not answer within {HOST_START_TIMEOUT_S:.0f}s")
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "tests.fuzz.http_only_host", str(self.port)]
 
 
 class FuzzStack(LocalStack):

@@ -9,6 +9,7 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo_dev.devhost.azurite import TAIL_LINES, Azurite
+from hastegeo_dev.readiness import StartBound
 
 pytestmark = pytest.mark.azurite
 
@@ -40,7 +41,7 @@ def test_an_access_log_asked_for_is_kept_as_a_bounded_tail(monkeypatch: pytest.M
 
 def test_the_same_helper_starts_again_after_a_stop(tmp_path: Path) -> None:
     """The outage tests stop Azurite and start it again on its ports: start-up lines go to the new start."""
-    azurite = Azurite(str(tmp_path / "data"), startup_timeout=20, access_log=True)
+    azurite = Azurite(str(tmp_path / "data"), start_bound=StartBound(stall_s=20.0), access_log=True)
     with azurite:
         touch(azurite, 3)
         azurite.stop()

@@ -17,13 +17,16 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from hastegeo.runtime import ensure_storage
 from hastegeo.settings import load_settings
 from hastegeo_dev.checkout import repo_root
 from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.readiness import StartBound, StartWatch
 
-HOST_START_TIMEOUT_S = 60.0
+# A host imports the app in about 3 s of CPU; see ``readiness`` for why the bound is not a fixed wall time.
+HOST_START = StartBound(stall_s=60.0, cpu_s=60.0, wall_s=600.0)
 STOPS = (signal.SIGINT, signal.SIGTERM)  # what ends LocalStack.serve
 # Who the stack's callers are unless HASTE_DEV_PRINCIPAL says otherwise: an admin, so the demo can do everything.
 DEFAULT_DEV_PRINCIPAL = "name=dev@localhost;roles=Haste.Admin"
@@ -42,6 +45,9 @@ def free_port() -> int:
 class HostProcess:
     """One development host process serving ``function_app:app``."""
 
+    name = "development host"
+    start_bound = HOST_START
+
     def __init__(self, root: Path, env: dict[str, str], port: int, log_path: Path, lease_seconds: int = 30) -> None:
         self.lease_seconds = lease_seconds
         self.root = root
@@ -54,42 +60,48 @@ class HostProcess:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> HostProcess:
+    def command(self) -> list[str]:
+        """The host's command line: ``function_app:app`` under the development host."""
+        return [
+            sys.executable,
+            "-m",
+            "hastegeo_dev.devhost",
+            "--app",
+            "function_app:app",
+            "--port",
+            str(self.port),
+            "--lease-seconds",
+            str(self.lease_seconds),
+            # The platform answers CORS from the Function App's settings; so does the development host.
+            *(f"--cors-origin={origin}" for origin in _csv(self.env.get("HASTE_CORS_ALLOWED_ORIGINS", ""))),
+        ]
+
+    def start(self) -> Self:
+        """Start the host and return once ``/api/health`` answers, judged by progress (``readiness``)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "hastegeo_dev.devhost",
-                "--app",
-                "function_app:app",
-                "--port",
-                str(self.port),
-                "--lease-seconds",
-                str(self.lease_seconds),
-                # The platform answers CORS from the Function App's settings; so does the development host.
-                *(f"--cors-origin={origin}" for origin in _csv(self.env.get("HASTE_CORS_ALLOWED_ORIGINS", ""))),
-            ],
-            cwd=self.root,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        deadline = time.monotonic() + HOST_START_TIMEOUT_S
-        while time.monotonic() < deadline:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                self.command(),
+                cwd=self.root,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        watch = StartWatch(self.process.pid, self.start_bound)
+        while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"the development host exited during start-up; see {self.log_path}")
+                raise RuntimeError(f"the {self.name} exited during start-up; see {self.log_path}")
             try:
                 with urllib.request.urlopen(f"{self.base_url}/api/health", timeout=2) as response:  # noqa: S310
                     if response.status == 200:
                         return self
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"the development host did not answer within {HOST_START_TIMEOUT_S:.0f}s")
+            reason = watch.give_up()
+            if reason is not None:
+                self.kill()
+                raise RuntimeError(f"the {self.name} did not answer /api/health: {reason}; see {self.log_path}")
 
     def stop(self, timeout: float = 15.0) -> None:
         process, self.process = self.process, None

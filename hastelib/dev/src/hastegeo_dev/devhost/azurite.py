@@ -23,12 +23,12 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from collections import deque
 from pathlib import Path
 from types import TracebackType
 
 from hastegeo_dev.checkout import OWN_CHECKOUT
+from hastegeo_dev.readiness import StartBound, StartWatch
 
 # Azurite's well-known development account. It is public and documented, and
 # only ever valid against a local emulator.
@@ -37,6 +37,8 @@ ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1
 
 ACCESS_LOG_VARIABLE = "HASTE_AZURITE_ACCESS_LOG"
 TAIL_LINES = 50
+# Azurite prints its three endpoints after about 1 s of CPU; ``readiness`` says why the bound is not a wall time.
+AZURITE_START = StartBound(stall_s=30.0, cpu_s=60.0, wall_s=600.0)
 
 _LISTENING = re.compile(
     r"Azurite (Blob|Queue|Table) service (?:is )?successfully (?:listens on|listening at) (http://\S+)"
@@ -69,7 +71,7 @@ class Azurite:
         location: str | None = None,
         *,
         in_memory: bool = False,
-        startup_timeout: float = 30.0,
+        start_bound: StartBound = AZURITE_START,
         access_log: bool | None = None,
     ) -> None:
         self._location = location
@@ -77,7 +79,7 @@ class Azurite:
         self._access_log = os.environ.get(ACCESS_LOG_VARIABLE) == "1" if access_log is None else access_log
         # The output since start-up, bounded: with the access log on, a line per request.
         self.output: deque[str] = deque(maxlen=TAIL_LINES)
-        self._timeout = startup_timeout
+        self._start_bound = start_bound
         self._process: subprocess.Popen[str] | None = None
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
         self.blob_url = ""
@@ -122,13 +124,16 @@ class Azurite:
         threading.Thread(target=self._drain, args=(lines, started), daemon=True, name="azurite-output").start()
         found: dict[str, str] = {}
         seen: list[str] = []
-        deadline = time.monotonic() + self._timeout
+        watch = StartWatch(self._process.pid, self._start_bound)
         while len(found) < 3:
             try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = lines.get(timeout=1.0)
             except queue.Empty:
+                reason = watch.give_up()
+                if reason is None:
+                    continue
                 self.stop()
-                raise AzuriteError("Azurite did not start in time:\n" + "".join(seen[-20:])) from None
+                raise AzuriteError(f"Azurite did not start: {reason}\n" + "".join(seen[-20:])) from None
             if line is None:
                 self.stop()
                 raise AzuriteError("Azurite exited during start-up:\n" + "".join(seen[-20:]))
