@@ -74,9 +74,16 @@ lint: $(STAMP) $(NODE_STAMP) ## ruff, ESLint, shellcheck, hadolint, actionlint (
 typecheck: $(STAMP) ## mypy (strict)
 	$(VENV)/bin/mypy
 
+# Lint and types run beside the tests (their output follows the tests'): the tests leave a core idle at times.
+# Any failure fails the run, pytest's "no tests collected" (5) included.
 test: install browser ## Run the whole suite (lint, types, unit, integration against Azurite, end to end, browser)
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	@checks_log=$$(mktemp); \
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck >"$$checks_log" 2>&1 & checks=$$!; \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); tests=$$?; \
+	wait $$checks; checked=$$?; cat "$$checks_log"; rm -f "$$checks_log"; \
+	[ $$checked -eq 0 ] || echo "lint or typecheck failed (above)"; \
+	[ $$tests -eq 0 ] || echo "the tests failed (pytest exit status $$tests)"; \
+	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
 
 check: test ## Alias of test: what CI runs
 
