@@ -35,7 +35,7 @@ $(STAMP): requirements.txt requirements-dev.txt hastelib/pyproject.toml hastelib
 	  $(VENV)/bin/uv pip install --python $(PY) --quiet $$sources -r requirements-dev.txt; then \
 	  $(VENV)/bin/uv pip install --python $(PY) --quiet --no-deps -e ./hastelib -e ./hastelib/dev; \
 	else \
-	  echo "installing with pip: $(UV) could not be installed or could not install the pins"; \
+	  echo "uv ($(UV)) could not be installed or could not install the pins: installing with pip"; \
 	  $(PIP) --quiet -r requirements-dev.txt && $(PIP) --quiet --no-deps -e ./hastelib -e ./hastelib/dev; \
 	fi
 	@touch $@
