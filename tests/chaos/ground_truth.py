@@ -247,8 +247,9 @@ def _store(outcome: Outcome, scene: Scene, documents: dict[str, dict[str, Any]],
                 notes.append(f"entry {name}: at another position than its document (left to readers)")
                 continue
             if not swept and job_id in documents and name.startswith("active/") and _events_pending(documents[job_id]):
-                # An ended job keeps its active entry until its events are out; the reconciler's sweep
-                # publishes them once the job has been still for a minute (ADR 0024).
+                # An ended job keeps its active entry until its events are out (the entry going is their
+                # record, so its document shows them pending); the reconciler's sweep publishes them once
+                # the job has been still for a minute (ADR 0024).
                 notes.append(f"entry {name}: {documents[job_id]['state']}, events not yet published")
                 continue
             what = f"its document says {documents[job_id]['state']}" if job_id in documents else "no document"

@@ -13,14 +13,15 @@ from tests.bench.job_calls import one_job
 pytestmark = pytest.mark.azurite
 
 
-def test_one_local_job_makes_27_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
+def test_one_local_job_makes_26_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
     storage_calls.install()
     calls = one_job(azurite.connection_string, tmp_path, inline_exits=True)
     assert calls.state == "succeeded"
     steps = {step: sum(counts.values()) for step, counts in calls.steps.items()}
-    assert steps == {"accept": 6, "submit": 9, "end": 12, "late poll": 0}, calls.steps
+    assert steps == {"accept": 6, "submit": 9, "end": 11, "late poll": 0}, calls.steps
     # Each step that stores state changes publishes one event per change and then records that it did
     # (ADR 0024): accept 1 event, submit 2 (submitting, running), end 2 (post-processing, succeeded).
+    # The end records it by deleting the job's active entry, which it does anyway: no second write.
     assert {step: counts["POST queue message"] for step, counts in calls.steps.items() if step != "late poll"} == {
         "accept": 2,
         "submit": 3,
@@ -31,6 +32,8 @@ def test_one_local_job_makes_27_storage_calls(azurite: Azurite, tmp_path: Path) 
     # One document write per step, and one that records its events were published: submit stores the
     # handle only; the end stores the move to post-processing with the success (ADR 0016).
     assert calls.steps["submit"]["PUT blob"] == 2
+    # The end: its ended entry, the document, and the workload's three outputs (the uploader's, in this process).
+    assert (calls.steps["end"]["PUT blob"], calls.steps["end"]["DELETE blob"]) == (5, 1)
     # The exit is handled where it is seen (no nudge message), and the chain's pending
     # message is deleted instead of arriving after the end: one queue call beside the two events.
     assert {name: n for name, n in calls.steps["end"].items() if "queue" in name} == {

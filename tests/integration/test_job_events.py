@@ -62,7 +62,10 @@ def test_every_state_change_of_a_job_is_one_cloudevent_in_order(make_runtime: Ru
     ]
     assert [e["data"]["sequence"] for e in events] == [1, 2, 3, 4, 5]
     assert [e["id"] for e in events] == [f"{job.id}.{n}" for n in range(1, 6)]
-    assert stored.events_published == 5
+    # The ending write recorded its events by deleting the job's active entry, not in the document.
+    assert stored.events_published == 3
+    container = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
+    assert [b.name for b in container.list_blobs(name_starts_with=index.ACTIVE) if job.id in b.name] == []
     first, last = events[0], events[-1]
     assert (first["specversion"], first["datacontenttype"]) == ("1.0", "application/json")
     assert (first["subject"], first["source"]) == (job.id, "/haste-compute/projects/p1")
@@ -121,8 +124,26 @@ def test_events_lost_to_an_outage_are_published_by_the_sweep(make_runtime: Runti
     assert store.unfinished(now=later) == []
     events = event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id]
     assert [(e["id"], e["type"]) for e in events] == [(f"{job.id}.2", "com.haste.job.cancelled")]
-    assert store.get(job.id).events_published == 2
+    # Recorded as the ending writer records them: the active entry is gone, the sweep is done with the job.
     assert not list(container.list_blobs(name_starts_with=index.ACTIVE))
+    assert store.unfinished(now=later) == []
+    assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id] == []
+
+
+def test_a_write_of_an_ended_job_publishes_nothing_twice(make_runtime: RuntimeFactory) -> None:
+    runtime = make_runtime()
+    client = consumer(runtime)
+    job = runtime.acceptor.accept(parse_request(request())).job
+    ended = runtime.store.update(job.id, lambda j: runtime.deps.event(j, "cancelled", "test", JobState.CANCELLED))
+    assert ended.job.events_published < ended.job.state_changes[-1].seq  # recorded by its active entry going
+    assert [e["type"] for e in event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id]] == [
+        "com.haste.job.queued",
+        "com.haste.job.cancelled",
+    ]
+    # A later note on the ended job (a re-run links it, say) is a write like any other: nothing to publish.
+    noted = runtime.store.update(job.id, lambda j: runtime.deps.event(j, "a note on an ended job", "test"))
+    assert noted.wrote
+    assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id] == []
 
 
 def test_a_crash_between_store_and_publish_is_caught_up(make_runtime: RuntimeFactory) -> None:

@@ -5,7 +5,8 @@ compares the stored job with the one about to be written and records each state 
 job entered, with a sequence number and the time of its history event. The list is
 short by construction: the state machine has no cycles, so a job enters at most six
 states. :attr:`Job.events_published` records how far the events have been published;
-the changes after it are :func:`pending` (ADR 0024).
+the changes after it are :func:`pending` (ADR 0024). An ended job's record is its
+``active/`` index entry being gone, not this field (the store's ending write).
 
 Pure functions only: the store writes, :mod:`hastegeo.events` publishes.
 """

@@ -237,11 +237,14 @@ class JobStore:
             except ResourceModifiedError:
                 continue
             stored = Versioned(updated, str(result["etag"]))
-            if publish:
+            if ending:
+                # The ending write's record is its active entry going (ADR 0024, addendum): the entry keeps the
+                # job in the reconciler's sweep until its events are out, so no second write records them.
+                if self._publish_events(updated) if publish else not self._unpublished(updated):
+                    self._delete_entry(self._state_entry(current))
+            elif publish and not current.state.terminal:
+                # An ended job's events are its sweep's to publish while its active entry remains.
                 stored = self.publish_pending(stored)
-            if ending and not self._unpublished(stored.job):
-                # Unpublished events keep the job in the reconciler's sweep (its active entry) until published.
-                self._delete_entry(self._state_entry(current))
             self._drop_ended(updated, ended)
             return Update(stored.job, stored.etag, wrote=True)
         raise ConflictError(f"Job {job_id} changed too often to update; try again")
@@ -253,12 +256,26 @@ class JobStore:
         so a crash between the two publishes them again later (the events' ids say so). A
         publication that fails is logged and left to the reconciler's sweep (:meth:`unfinished`),
         never raised: the change is stored, and the step that stored it has done its work.
-        Returns the version as stored now.
+        Returns the version as stored now. The write that ends a job records its events
+        differently (:meth:`_update`): by deleting its ``active/`` entry, which it does anyway.
         """
         job = version.job
         waiting = changes.pending(job)
-        if self._publish is None or not waiting:
+        if self._publish is None or not waiting or not self._publish_events(job):
             return version
+        last = waiting[-1].seq
+        try:
+            marked = self._update(job.id, lambda j: changes.mark_published(j, last), known=version, publish=False)
+        except (AzureError, ConflictError) as exc:
+            log.info("job %s: events up to %d published, not recorded (%s)", job.id, last, type(exc).__name__)
+            return version
+        return marked.version
+
+    def _publish_events(self, job: Job) -> bool:
+        """Publish the job's pending events, without recording it; False when they could not be (logged)."""
+        waiting = changes.pending(job)
+        if self._publish is None or not waiting:
+            return True
         try:
             self._publish(job, waiting)
         except AzureError as exc:
@@ -269,14 +286,8 @@ class JobStore:
                 waiting[-1].seq,
                 type(exc).__name__,
             )
-            return version
-        last = waiting[-1].seq
-        try:
-            marked = self._update(job.id, lambda j: changes.mark_published(j, last), known=version, publish=False)
-        except (AzureError, ConflictError) as exc:
-            log.info("job %s: events up to %d published, not recorded (%s)", job.id, last, type(exc).__name__)
-            return version
-        return marked.version
+            return False
+        return True
 
     def _unpublished(self, job: Job) -> bool:
         return self._publish is not None and bool(changes.pending(job))
@@ -422,17 +433,21 @@ class JobStore:
     def _catch_up(self, job: Job, now: datetime) -> bool:
         """Publish the job's unpublished events once its writer had time to (:data:`PUBLISH_GRACE_S`).
 
-        Returns True while some remain unpublished. Any later write of the job publishes them
-        too, so only a job that stopped changing waits for this sweep.
+        Returns True while some remain unpublished. Any later write of an unfinished job publishes
+        them too, so only a job that stopped changing waits for this sweep. An ended job's events
+        are not recorded in its document: the caller deleting its active entry is the record.
         """
         if not self._unpublished(job):
             return False
         if (now - job.updated_at).total_seconds() < PUBLISH_GRACE_S:
             return True
         try:
-            return self._unpublished(self.publish_pending(self._read(job.id)).job)
+            latest = self._read(job.id)
         except JobNotFoundError:
             return False
+        if latest.job.state.terminal:  # recorded by the caller deleting its active entry
+            return not self._publish_events(latest.job)
+        return self._unpublished(self.publish_pending(latest).job)
 
     def backfill_index(self) -> int | None:
         """Give jobs stored before the state index (ADR 0011) their entries, once per container.
