@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,10 +21,11 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 CALL_BUDGET = 40
 
 
-@pytest.fixture
-def batch(tmp_path: Path) -> Iterator[tuple[LocalStack, BatchTestService, ApiClient]]:
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalStack, BatchTestService, ApiClient]]:
+    """One stack and one Batch-compatible service for the module: each test submits its own job."""
     settings = {"HASTE_POLL_INITIAL_S": "1", "HASTE_POLL_MAX_S": "2", "HASTE_BACKENDS_ENABLED": "local,azure_batch"}
-    stack = LocalStack(tmp_path, settings=settings, lease_seconds=3)
+    stack = LocalStack(tmp_path_factory.mktemp("batch-stack"), settings=settings, lease_seconds=3)
     stack.azurite.start()
     service = BatchTestService(stack.azurite.connection_string).start()
     try:
@@ -39,6 +39,16 @@ def batch(tmp_path: Path) -> Iterator[tuple[LocalStack, BatchTestService, ApiCli
     finally:
         stack.stop()
         service.stop()
+
+
+@pytest.fixture
+def batch(
+    running: tuple[LocalStack, BatchTestService, ApiClient],
+) -> Iterator[tuple[LocalStack, BatchTestService, ApiClient]]:
+    """The module's stack, with no fault left from the test before (a test's faults apply to its own job)."""
+    running[1].faults.clear()
+    yield running
+    running[1].faults.clear()
 
 
 def finish(client: ApiClient, job_id: str, timeout: float = 60) -> dict[str, Any]:

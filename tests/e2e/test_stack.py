@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,24 +21,41 @@ pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[LocalStack]:
-    settings = {
-        "HASTE_LOCAL_SLOTS": "1",
-        "HASTE_POLL_INITIAL_S": "1",
-        "HASTE_POLL_MAX_S": "2",
-        "HASTE_CORS_ALLOWED_ORIGINS": "https://ui.example",
-        # One test acts as an outsider by sending its own principal, as App Service would pass it.
-        "HASTE_DEV_TRUST_CLIENT_PRINCIPAL": "true",
-    }
+SETTINGS = {
+    "HASTE_LOCAL_SLOTS": "1",
+    "HASTE_POLL_INITIAL_S": "1",
+    "HASTE_POLL_MAX_S": "2",
+    "HASTE_CORS_ALLOWED_ORIGINS": "https://ui.example",
+    # One test acts as an outsider by sending its own principal, as App Service would pass it.
+    "HASTE_DEV_TRUST_CLIENT_PRINCIPAL": "true",
+}
+
+
+@contextmanager
+def _started(workdir: Path) -> Iterator[LocalStack]:
     # A short lease: after a SIGKILL, in-flight messages come back within seconds.
-    with LocalStack(tmp_path, settings=settings, lease_seconds=3) as running:
+    with LocalStack(workdir, settings=dict(SETTINGS), lease_seconds=3) as running:
         blobs = BlobServiceClient.from_connection_string(running.azurite.connection_string)
         inputs = blobs.get_container_client("haste-inputs")
         inputs.upload_blob("p1/small.txt", b"small input")
         inputs.upload_blob("up/small.txt", b"small input of the upstream project")
         # Random bytes do not compress: zipping this takes long enough to be caught mid-run.
         inputs.upload_blob("p1/large.bin", _random_bytes(24 * 1024 * 1024))
+        yield running
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """One stack for the module's tests (a stack's start costs seconds of CPU). Each test waits for
+    the jobs it submits, so the single slot is free when the next one starts, and reads only its own."""
+    with _started(tmp_path_factory.mktemp("stack")) as running:
+        yield running
+
+
+@pytest.fixture
+def own_stack(tmp_path: Path) -> Iterator[LocalStack]:
+    """A stack for one test alone: the test that kills and restarts its host."""
+    with _started(tmp_path) as running:
         yield running
 
 
@@ -90,7 +108,8 @@ def test_a_job_travels_the_whole_path(stack: LocalStack) -> None:
     assert caught.value.body["errors"][0]["field"] == "state"
 
 
-def test_a_killed_host_restarted_mid_job_still_finishes_every_job(stack: LocalStack, tmp_path: Path) -> None:
+def test_a_killed_host_restarted_mid_job_still_finishes_every_job(own_stack: LocalStack, tmp_path: Path) -> None:
+    stack = own_stack
     client = ApiClient(stack.base_url)
     request = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/large.bin"}]}
     ids = [client.submit(request, idempotency_key=f"kill-{i}")["id"] for i in range(3)]
@@ -239,3 +258,4 @@ def test_the_dev_principal_is_injected_and_an_explicit_outsider_sees_a_404(stack
     assert caught.value.status == 401
     assert "access denied (404)" in (stack.workdir / "host.log").read_text()
     assert outsider not in (stack.workdir / "host.log").read_text()
+    assert wait_all(client, [job["id"]])[job["id"]]["state"] == "succeeded"  # the module's single slot is free again

@@ -10,6 +10,7 @@ the real ``azure.functions`` and compares with the development venv and the deve
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -31,8 +32,9 @@ REPO = Path(__file__).resolve().parents[2]
 INDEX_SCRIPT = Path(__file__).with_name("function_index.py")
 # What runs in Azure; anything else at the top of the package is a .funcignore rule missing.
 SHIPPED_TOP_LEVEL = {"api", "function_app.py", "host.json", "requirements.txt", "hastelib"}
-# Wheels for the clean-venv install, downloaded once per requirements (.haste/ is ignored by git and the package).
-WHEELHOUSES = REPO / ".haste" / "wheelhouse"
+# Wheels for the clean-venv install, downloaded once per requirements into the user's cache, so that every
+# checkout (a fresh clone included) shares them: resolving and downloading them costs about 30 s of CPU.
+WHEELHOUSES = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hastegeo" / "wheelhouse"
 DEV_MARKERS = ("hastelib/dev/", "hastegeo_dev", "hastegeo/devhost/", "hastegeo/testing/")
 
 
@@ -153,21 +155,26 @@ def wheelhouse(built: Path) -> Path:
 
     Downloaded once for a given requirements.txt and hastelib/pyproject.toml, so the clean install
     below is a real ``pip install -r requirements.txt`` that spends no time asking the index again.
+    The folder holds third-party wheels only (``./hastelib`` is built by the install itself), and its
+    name is the digest of everything that decides them, so checkouts running at once can share it:
+    each downloads into a folder of its own and the first to finish publishes it.
     """
     pyproject = (REPO / "hastelib" / "pyproject.toml").read_bytes()
     digest = hashlib.sha256((REPO / "requirements.txt").read_bytes() + pyproject + sys.version.encode()).hexdigest()
     folder = WHEELHOUSES / digest[:16]
     if (folder / ".complete").exists():
         return folder
-    partial = folder.with_name(folder.name + ".partial")
+    partial = folder.with_name(f"{folder.name}.{os.getpid()}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     build_requires = tomllib.loads(pyproject.decode())["build-system"]["requires"]
     args = [sys.executable, "-m", "pip", "download", "--quiet", "-d", str(partial), "-r", "requirements.txt"]
     done = _run([*args, *build_requires], built / "function-app", timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     (partial / ".complete").touch()
-    shutil.rmtree(folder, ignore_errors=True)
-    partial.rename(folder)
+    with contextlib.suppress(OSError):  # a folder is there: another checkout published it in between
+        partial.rename(folder)  # atomic: the folder is there complete, or not at all
+    shutil.rmtree(partial, ignore_errors=True)
+    assert (folder / ".complete").exists(), folder
     return folder
 
 

@@ -43,10 +43,23 @@ WRITER = (
 def own_azurite(tmp_path: Path) -> Iterator[Azurite]:
     """An Azurite this test may stop and start again (data on disk, so it survives the restart)."""
     with Azurite(str(tmp_path / "azurite")) as emulator:
-        blobs = BlobServiceClient.from_connection_string(emulator.connection_string)
-        for name in ("haste-inputs", "haste-outputs"):
-            blobs.create_container(name)
+        _containers(emulator)
         yield emulator
+
+
+@pytest.fixture(scope="module")
+def storage() -> Iterator[Azurite]:
+    """One Azurite for the module's tests that never stop storage (an Azurite's start costs seconds of
+    CPU). Each test runs its jobs under its own local root and reads no blob another test writes."""
+    with Azurite(in_memory=True) as emulator:
+        _containers(emulator)
+        yield emulator
+
+
+def _containers(azurite: Azurite) -> None:
+    blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
+    for name in ("haste-inputs", "haste-outputs"):
+        blobs.create_container(name)
 
 
 def make_backend(
@@ -169,8 +182,8 @@ def test_staging_past_its_budget_is_recorded_and_staged_again_later(own_azurite:
         backend.close()
 
 
-def test_a_missing_input_is_recorded_as_the_end_of_the_job(own_azurite: Azurite, tmp_path: Path) -> None:
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+def test_a_missing_input_is_recorded_as_the_end_of_the_job(storage: Azurite, tmp_path: Path) -> None:
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     job = spec("missing", WRITER, (input_file("p1/nothing.bin"),))
     with pytest.raises(TerminalBackendError, match="an input is missing"):
         backend.submit(job)
@@ -227,10 +240,8 @@ def ended(backend: LocalBackend, handle: ComputeJobHandle) -> tuple[ComputeState
     return status.state, status.exit_code, status.reason or ""
 
 
-def test_a_job_is_one_process_the_host_started_and_its_slot_goes_to_the_next(
-    own_azurite: Azurite, tmp_path: Path
-) -> None:
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")  # 2 slots
+def test_a_job_is_one_process_the_host_started_and_its_slot_goes_to_the_next(storage: Azurite, tmp_path: Path) -> None:
+    backend = make_backend(storage.connection_string, tmp_path / "local")  # 2 slots
     first, pid = running_job(backend, tmp_path / "local", "one")
     running_job(backend, tmp_path / "local", "two")
     third = backend.submit(spec("three", SLEEPER))
@@ -251,8 +262,8 @@ def test_a_job_is_one_process_the_host_started_and_its_slot_goes_to_the_next(
         backend.close()
 
 
-def test_a_job_cancelled_while_its_inputs_were_staged_never_starts(own_azurite: Azurite, tmp_path: Path) -> None:
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local", slots=1)
+def test_a_job_cancelled_while_its_inputs_were_staged_never_starts(storage: Azurite, tmp_path: Path) -> None:
+    backend = make_backend(storage.connection_string, tmp_path / "local", slots=1)
     first, _ = running_job(backend, tmp_path / "local", "first")
     late = backend.submit(spec("late", SLEEPER))
     state = tmp_path / "local" / "jobs" / "haste-late" / "state"
@@ -275,9 +286,9 @@ def test_a_job_cancelled_while_its_inputs_were_staged_never_starts(own_azurite: 
     ],
 )
 def test_a_workload_stopped_by_a_signal_is_recorded_once_with_its_group(
-    own_azurite: Azurite, tmp_path: Path, signum: int, reason: str, entrypoint: tuple[str, ...]
+    storage: Azurite, tmp_path: Path, signum: int, reason: str, entrypoint: tuple[str, ...]
 ) -> None:
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     handle, pid = running_job(backend, tmp_path / "local", "signalled", entrypoint)
     if entrypoint is WITH_CHILD:
         wait_for(lambda: len(session(pid)) == 2)
@@ -292,10 +303,8 @@ def test_a_workload_stopped_by_a_signal_is_recorded_once_with_its_group(
 
 
 @pytest.mark.parametrize("entrypoint", [WITH_CHILD, ("sleep", "60")], ids=["python", "not-python"])
-def test_the_time_limit_stops_the_whole_group(
-    own_azurite: Azurite, tmp_path: Path, entrypoint: tuple[str, ...]
-) -> None:
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+def test_the_time_limit_stops_the_whole_group(storage: Azurite, tmp_path: Path, entrypoint: tuple[str, ...]) -> None:
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     handle, pid = running_job(backend, tmp_path / "local", "limited", entrypoint, limit_s=1)
     try:
         state, _, reason = ended(backend, handle)
@@ -316,9 +325,9 @@ def test_the_time_limit_stops_the_whole_group(
     ],
 )
 def test_every_exit_code_is_recorded_with_the_end_of_stderr(
-    own_azurite: Azurite, tmp_path: Path, entrypoint: tuple[str, ...], code: int, stderr: str
+    storage: Azurite, tmp_path: Path, entrypoint: tuple[str, ...], code: int, stderr: str
 ) -> None:
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     try:
         state, exit_code, said = ended(backend, backend.submit(spec("exits", entrypoint)))
         assert (state, exit_code) == (ComputeState.FAILED, code)
@@ -329,7 +338,7 @@ def test_every_exit_code_is_recorded_with_the_end_of_stderr(
 
 
 def test_a_python_workload_runs_as_python_would_and_is_recorded_after_its_threads(
-    own_azurite: Azurite, tmp_path: Path
+    storage: Azurite, tmp_path: Path
 ) -> None:
     code = (
         "import atexit, json, os, pathlib, sys, threading, time\n"
@@ -340,7 +349,7 @@ def test_a_python_workload_runs_as_python_would_and_is_recorded_after_its_thread
         "atexit.register(lambda: (out / 'atexit.txt').write_text('hook'))\n"
         "threading.Thread(target=lambda: (time.sleep(0.5), (out / 'late.txt').write_text('thread'))).start()\n"
     )
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     handle = backend.submit(spec("as-python", ("python", "-c", code, "a", "b")))
     work = tmp_path / "local" / "jobs" / "haste-as-python" / "work"
     try:
@@ -358,9 +367,7 @@ def test_a_python_workload_runs_as_python_would_and_is_recorded_after_its_thread
         backend.close()
 
 
-def test_a_workload_runs_below_the_host_in_a_session_and_autogroup_of_its_own(
-    own_azurite: Azurite, tmp_path: Path
-) -> None:
+def test_a_workload_runs_below_the_host_in_a_session_and_autogroup_of_its_own(storage: Azurite, tmp_path: Path) -> None:
     code = (
         "import json, os, pathlib\n"
         "group = pathlib.Path('/proc/self/autogroup')\n"
@@ -370,7 +377,7 @@ def test_a_workload_runs_below_the_host_in_a_session_and_autogroup_of_its_own(
     )
     host_group = Path("/proc/self/autogroup")
     host_before = host_group.read_text() if host_group.exists() else None
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local", niceness=6)
+    backend = make_backend(storage.connection_string, tmp_path / "local", niceness=6)
     handle = backend.submit(spec("priority", ("python", "-c", code)))
     work = tmp_path / "local" / "jobs" / "haste-priority" / "work"
     try:
@@ -387,9 +394,9 @@ def test_a_workload_runs_below_the_host_in_a_session_and_autogroup_of_its_own(
         backend.close()
 
 
-def test_a_child_the_workload_forked_neither_records_nor_stops_the_job(own_azurite: Azurite, tmp_path: Path) -> None:
+def test_a_child_the_workload_forked_neither_records_nor_stops_the_job(storage: Azurite, tmp_path: Path) -> None:
     forks = ("python", "-c", "import os, time\nif os.fork() == 0:\n    time.sleep(60)\nelse:\n    time.sleep(3)")
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     handle, pid = running_job(backend, tmp_path / "local", "forks", forks)
     try:
         wait_for(lambda: len(session(pid)) == 2)
@@ -402,11 +409,11 @@ def test_a_child_the_workload_forked_neither_records_nor_stops_the_job(own_azuri
         backend.close()
 
 
-def test_a_killed_host_leaves_the_truth_on_disk_for_the_next(own_azurite: Azurite, tmp_path: Path) -> None:
+def test_a_killed_host_leaves_the_truth_on_disk_for_the_next(storage: Azurite, tmp_path: Path) -> None:
     """Python workloads record their own end; what ended unrecorded while no host watched is said to be so."""
     root = tmp_path / "local"
     host = subprocess.Popen(
-        [sys.executable, "-c", HOST, own_azurite.connection_string, str(root)], cwd=Path(__file__).parents[2]
+        [sys.executable, "-c", HOST, storage.connection_string, str(root)], cwd=Path(__file__).parents[2]
     )
     layout = LocalLayout(root)
     try:
@@ -418,7 +425,7 @@ def test_a_killed_host_leaves_the_truth_on_disk_for_the_next(own_azurite: Azurit
         host.wait()
     os.kill(pids["killed"], signal.SIGKILL)  # while no host is watching
     wait_for(lambda: not any(pid_alive(pid) for pid in pids.values()))
-    backend = make_backend(own_azurite.connection_string, root)  # the restarted host
+    backend = make_backend(storage.connection_string, root)  # the restarted host
     assert {job_id for job_id, _ in backend.list_active()} == {"killed", "not-python"}  # no record yet
     handles = {
         name: ComputeJobHandle(
@@ -444,9 +451,9 @@ def test_a_killed_host_leaves_the_truth_on_disk_for_the_next(own_azurite: Azurit
         backend.close()
 
 
-def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(own_azurite: Azurite, tmp_path: Path) -> None:
+def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(storage: Azurite, tmp_path: Path) -> None:
     """Admission takes a job off the queue, then starts and records its workload: status must wait."""
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     layout = LocalLayout(tmp_path / "local")
     name = "haste-admitting"
     handle = ComputeJobHandle(
@@ -478,10 +485,10 @@ def test_a_job_being_admitted_is_never_mistaken_for_a_dead_one(own_azurite: Azur
 
 @pytest.mark.parametrize("asked_by", ["status", "a repeated submit"])
 def test_a_staged_job_a_host_stopped_before_queueing_is_queued_again_once(
-    own_azurite: Azurite, tmp_path: Path, asked_by: str
+    storage: Azurite, tmp_path: Path, asked_by: str
 ) -> None:
     """``state/ready`` is written before the queue entry; a host killed in between left a job nothing started."""
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     layout = LocalLayout(tmp_path / "local")
     job = spec("lost", WRITER)
     backend.submit(job)
@@ -511,9 +518,9 @@ def test_a_staged_job_a_host_stopped_before_queueing_is_queued_again_once(
         backend.close()
 
 
-def test_a_repeat_binds_to_a_job_stored_with_the_legacy_fingerprint(own_azurite: Azurite, tmp_path: Path) -> None:
+def test_a_repeat_binds_to_a_job_stored_with_the_legacy_fingerprint(storage: Azurite, tmp_path: Path) -> None:
     """A submit redelivered across the upgrade binds to the job it created; another spec is still refused."""
-    backend = make_backend(own_azurite.connection_string, tmp_path / "local")
+    backend = make_backend(storage.connection_string, tmp_path / "local")
     job = spec("legacy", WRITER)
     backend.submit(job)
     job_dir = tmp_path / "local" / "jobs" / "haste-legacy"
@@ -529,10 +536,10 @@ def test_a_repeat_binds_to_a_job_stored_with_the_legacy_fingerprint(own_azurite:
         backend.close()
 
 
-def test_two_worker_processes_upload_an_ended_job_once(own_azurite: Azurite, tmp_path: Path) -> None:
+def test_two_worker_processes_upload_an_ended_job_once(storage: Azurite, tmp_path: Path) -> None:
     """A delivery in another process waits for the upload under way, then finds it done (and cleaned up)."""
-    first = make_backend(own_azurite.connection_string, tmp_path / "local")
-    second = make_backend(own_azurite.connection_string, tmp_path / "local")  # another worker's adapter
+    first = make_backend(storage.connection_string, tmp_path / "local")
+    second = make_backend(storage.connection_string, tmp_path / "local")  # another worker's adapter
     handle = first.submit(spec("two-uploads", WRITER))
     state = tmp_path / "local" / "jobs" / "haste-two-uploads" / "state"
     wait_for(lambda: (state / "exit.json").exists())
