@@ -28,7 +28,7 @@ PACKAGE_DIR ?= dist
 $(STAMP): requirements.txt requirements-dev.txt hastelib/pyproject.toml hastelib/dev/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	@# uv installs the same pins as pip in a fifth of the time (docs/adr/0035); pip where uv cannot be had.
+	@# uv installs the same pins as pip in a fifth of the time (docs/adr/0034); pip where uv cannot be had.
 	@# No bytecode either way (pip: --no-compile): it is written on first import, for what something imports.
 	@# uv reads none of pip's settings: pip_options.py hands it the package sources pip is configured with.
 	@if $(PIP) --quiet $(UV) 2>/dev/null && sources="$$($(PY) hastelib/dev/src/hastegeo_dev/pip_options.py)" && \

@@ -1,7 +1,7 @@
 """Hand pip's package sources to uv, so ``make install`` with uv fetches from where pip would.
 
 ``make install`` installs the pinned packages with uv, about four times faster than pip
-(docs/adr/0035). uv reads none of pip's configuration, neither ``pip.conf`` nor the
+(docs/adr/0034). uv reads none of pip's configuration, neither ``pip.conf`` nor the
 ``PIP_*`` variables (https://docs.astral.sh/uv/pip/compatibility/), so on a machine set up
 for pip (a private index, a local mirror, a folder of wheels, a constraints file) uv would
 go to PyPI instead. ``python pip_options.py`` prints the uv options for the sources
