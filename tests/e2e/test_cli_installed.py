@@ -389,6 +389,20 @@ def test_timeouts_and_resets(outside: Path, behaviour: str, says: str) -> None:
     no_traceback(result)
 
 
+def where_it_waits(pid: int) -> str:
+    """The signal masks and the Python stack of a process that did not end: what a hung Ctrl-C needs explained."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError as exc:
+        return f"no /proc entry ({exc})"
+    masks = "\n".join(line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    if spy is None:
+        return masks
+    dump = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60, check=False)
+    return f"{masks}\n{dump.stdout}{dump.stderr}"
+
+
 def test_ctrl_c_is_a_quiet_130(outside: Path) -> None:
     accepted = threading.Event()
     url, done = serve("silent", accepted)
@@ -399,9 +413,15 @@ def test_ctrl_c_is_a_quiet_130(outside: Path) -> None:
     try:
         assert accepted.wait(60), "haste never connected"
         waiting.send_signal(signal.SIGINT)
-        _, stderr = waiting.communicate(timeout=30)
+        try:
+            _, stderr = waiting.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"haste did not end within 30 s of SIGINT:\n{where_it_waits(waiting.pid)}")
     finally:
         done.set()
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
     assert waiting.returncode == ExitCode.INTERRUPTED
     assert stderr == "error: interrupted\n"
 
