@@ -403,12 +403,25 @@ def where_it_waits(pid: int) -> str:
     return f"{masks}\n{dump.stdout}{dump.stderr}"
 
 
+def at_terminal_defaults() -> None:
+    """In the child, before exec: SIGINT and SIGQUIT at their defaults, whatever the suite inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def test_ctrl_c_is_a_quiet_130(outside: Path) -> None:
     accepted = threading.Event()
     url, done = serve("silent", accepted)
     clean = {key: value for key, value in os.environ.items() if not key.startswith("HASTE_")}
     waiting = subprocess.Popen(
-        [HASTE, "--url", url, "logs", "j1", "--follow"], cwd=outside, env=clean, stderr=subprocess.PIPE, text=True
+        [HASTE, "--url", url, "logs", "j1", "--follow"],
+        cwd=outside,
+        env=clean,
+        stderr=subprocess.PIPE,
+        text=True,
+        # As a terminal starts it: a suite run in the background (`make test &`, nohup) has SIGINT ignored,
+        # and a process started with SIGINT ignored keeps ignoring it, as it should.
+        preexec_fn=at_terminal_defaults,
     )
     try:
         assert accepted.wait(60), "haste never connected"
