@@ -91,6 +91,7 @@ class Driver:
         self.ended: set[str] = set()
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
 
     def submit(self, name: str, project: str) -> None:
         """The submit step: a seat first (projects in turn only), then Batch."""
@@ -112,11 +113,11 @@ class Driver:
         """
         if not self.turns:
             return
-        threads = [
+        self.threads = [
             threading.Thread(target=self._receive, daemon=True),
             threading.Thread(target=self._poll, daemon=True),
         ]
-        for thread in threads:
+        for thread in self.threads:
             thread.start()
 
     def _receive(self) -> None:
@@ -153,7 +154,10 @@ class Driver:
         return datetime.fromisoformat(task.start_time) if task and task.start_time else None
 
     def close(self) -> None:
+        """Stop the threads before what they call: a poll after the service and Azurite stop would fail."""
         self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=60)
         self.service.stop()
         self.batch.close()
 
