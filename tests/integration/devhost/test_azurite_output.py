@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from azure.storage.blob import BlobServiceClient
 
-from hastegeo_dev.devhost.azurite import TAIL_LINES, Azurite
+from hastegeo_dev.devhost.azurite import TAIL_LINES, Azurite, AzuriteError
 from hastegeo_dev.readiness import StartBound
 
 pytestmark = pytest.mark.azurite
@@ -48,3 +48,17 @@ def test_the_same_helper_starts_again_after_a_stop(tmp_path: Path) -> None:
         azurite.start()
         blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
         assert [blob.name for blob in blobs.get_container_client("probe").list_blobs()] == ["b/0", "b/1", "b/2"]
+
+
+def test_an_azurite_that_keeps_printing_without_listening_is_still_given_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chatty = tmp_path / "node_modules" / ".bin" / "azurite"
+    chatty.parent.mkdir(parents=True)
+    chatty.write_text("#!/bin/sh\nwhile :; do echo still starting; sleep 0.05; done\n")
+    chatty.chmod(0o755)
+    monkeypatch.chdir(tmp_path)  # find_azurite looks here first
+    azurite = Azurite(in_memory=True, start_bound=StartBound(stall_s=60.0, cpu_s=60.0, wall_s=2.0))
+    with pytest.raises(AzuriteError, match="Azurite did not start: not ready after 2s"):
+        azurite.start()
+    assert azurite._process is None  # stopped, not left printing

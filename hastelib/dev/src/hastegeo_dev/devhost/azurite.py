@@ -126,14 +126,15 @@ class Azurite:
         seen: list[str] = []
         watch = StartWatch(self._process.pid, self._start_bound)
         while len(found) < 3:
+            # Judged after every line too: an Azurite that keeps printing without listening must still end.
+            reason = watch.give_up()
+            if reason is not None:
+                self.stop()
+                raise AzuriteError(f"Azurite did not start: {reason}\n" + "".join(seen[-20:]))
             try:
                 line = lines.get(timeout=1.0)
             except queue.Empty:
-                reason = watch.give_up()
-                if reason is None:
-                    continue
-                self.stop()
-                raise AzuriteError(f"Azurite did not start: {reason}\n" + "".join(seen[-20:])) from None
+                continue
             if line is None:
                 self.stop()
                 raise AzuriteError("Azurite exited during start-up:\n" + "".join(seen[-20:]))
