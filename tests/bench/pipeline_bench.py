@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -57,7 +58,7 @@ from hastegeo.telemetry.export import export_cost
 from hastegeo.utils.priority import lower_priority
 from hastegeo_dev.stack import LocalStack
 from tests.bench import job_calls
-from tests.bench.process_cpu import TreeCpu
+from tests.bench.process_cpu import TreeCpu, reaped_cpu, spent
 
 T = TypeVar("T")
 # Issue 13's goals for this run (2 cores): the ratio to bare subprocess runs, one job's storage calls,
@@ -139,12 +140,15 @@ def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off"
         idle_cpu_s, idle_storage_cpu_s = host_cpu.stop(), azurite_cpu.stop()
         host_cpu.start()
         azurite_cpu.start()
+        reaped, driver_cpu = reaped_cpu(stack.host.process.pid), time.process_time()
         started = time.time()
         with ThreadPoolExecutor(max_workers=32) as pool:
             list(pool.map(submit_one, range(jobs)))
         accepted_s = time.time() - started
         _until_ended(blobs.get_container_client(stack_settings.storage.jobs_container), client, list(submitted), 600)
         cpu_s, storage_cpu_s = host_cpu.stop(), azurite_cpu.stop()
+        driver_cpu = time.process_time() - driver_cpu
+        workloads_cpu_s = spent(reaped, reaped_cpu(stack.host.process.pid))
         window_s = time.time() - started
         finals = _wait_all(client, list(submitted), 600)
         elapsed = max(ts(j["finishedAt"]) for j in finals) - started
@@ -170,6 +174,14 @@ def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off"
             "idle_cpu_ms_per_s": idle_cpu_s / IDLE_S * 1000,
             "net_cpu_per_job_ms": (cpu_s - idle_cpu_s / IDLE_S * window_s) / jobs * 1000,
             "azurite_cpu_per_job_ms": (storage_cpu_s - idle_storage_cpu_s / IDLE_S * window_s) / jobs * 1000,
+            # The machine-wide account (report_machine): every process of the window, idle polling included.
+            "machine": {
+                "workloads": workloads_cpu_s / jobs * 1000,
+                "host and its workers": cpu_s / jobs * 1000,
+                "Azurite": storage_cpu_s / jobs * 1000,
+                "this bench (submits, watching)": driver_cpu / jobs * 1000,
+            },
+            "window_s": window_s,
             **idle,
             **(_trace_cost(Path(export.removeprefix("file:")), list(submitted)) if export.startswith("file:") else {}),
         }
@@ -194,7 +206,7 @@ def _until_ended(jobs: ContainerClient, client: ApiClient, ids: list[str], timeo
         elif time.monotonic() - unchanged_since > 15:
             _wait_all(client, ids, max(0.0, deadline - time.monotonic()))
             return
-        time.sleep(0.5)
+        time.sleep(1.0)  # each listing is Azurite CPU on the bill of the run it watches
     raise TimeoutError(f"{last} jobs were still active after {timeout}s")
 
 
@@ -286,11 +298,23 @@ def run_subprocess(jobs: int, concurrency: int, workdir: Path) -> dict[str, Any]
         )
         return time.time() - t
 
-    started = time.time()
+    started, children, driver_cpu = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         durations = list(pool.map(one, folders))
     elapsed = time.time() - started
-    return {"jobs": jobs, "elapsed_s": elapsed, "jobs_per_s": jobs / elapsed, "run_p50": statistics.median(durations)}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    workloads_s = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+    return {
+        "jobs": jobs,
+        "elapsed_s": elapsed,
+        "jobs_per_s": jobs / elapsed,
+        "run_p50": statistics.median(durations),
+        "machine": {
+            "workloads": workloads_s / jobs * 1000,
+            "this bench (submits, watching)": (time.process_time() - driver_cpu) / jobs * 1000,
+        },
+        "window_s": elapsed,
+    }
 
 
 def goals(ratio: float, calls: int, accept_per_s: float, idle_start_ms: float, idle_end_ms: float) -> list[str]:
@@ -358,6 +382,45 @@ def report_tracing(untraced_runs: list[dict[str, Any]], traced_runs: list[dict[s
     )
 
 
+def machine_total(run: dict[str, Any]) -> float:
+    """CPU per job of every process a run measured, in ms (pure)."""
+    return float(sum(run["machine"].values()))
+
+
+def cores_busy(run: dict[str, Any]) -> float:
+    """How many cores a run kept busy on average over its window (pure)."""
+    return machine_total(run) * int(run["jobs"]) / 1000 / float(run["window_s"])
+
+
+def report_machine(runs: dict[str, list[dict[str, Any]]]) -> None:
+    """Where the machine's CPU went per job on each side, and the ratio that CPU alone allows.
+
+    On a machine whose cores are all busy, jobs/s is cores over CPU per job, so bare CPU over
+    the pipeline's CPU per job (round by round) is the ratio the pipeline could reach with no
+    waiting at all; the measured ratio falls short of it by the time cores stood idle.
+    """
+    print(
+        f"\nwhere the machine's CPU went, per job (ms): every process of the burst's window, idle polling "
+        f"included; median (min–max) over the rounds; {os.cpu_count()} cores"
+    )
+    print(f"{'':32}" + "".join(f"{side:>21}" for side in SIDES))
+    parts = list(dict.fromkeys(part for side in SIDES for run in runs[side] for part in run["machine"]))
+    for part in parts:
+        cells = [
+            spread([float(run["machine"][part]) for run in runs[side]]) if part in runs[side][0]["machine"] else "—"
+            for side in SIDES
+        ]
+        print(f"{part:32}" + "".join(f"{cell:>21}" for cell in cells))
+    for label, measure in (("all", machine_total), ("cores kept busy", cores_busy)):
+        print(f"{label:32}" + "".join(f"{spread([measure(run) for run in runs[side]]):>21}" for side in SIDES))
+    for side in SIDES[1:]:
+        ceiling = [machine_total(b) / machine_total(p) for b, p in zip(runs["subprocess"], runs[side], strict=True)]
+        print(
+            f"{side} / subprocess allowed by CPU alone: median of per-round ratios {statistics.median(ceiling):.2f} "
+            f"({min(ceiling):.2f}–{max(ceiling):.2f}) (bare CPU per job over the pipeline's)"
+        )
+
+
 SIDES = ("subprocess", "untraced", "traced")
 
 
@@ -421,6 +484,7 @@ def main() -> int:
     print(f"{'burst submit→start p50/p90':28}{pipe['start_p50'] * 1000:>12.0f}{pipe['start_p90'] * 1000:>12.0f}")
     print(f"{'burst end→terminal p50/p90':28}{pipe['end_p50'] * 1000:>12.0f}{pipe['end_p90'] * 1000:>12.0f}")
     print(f"{'failed jobs':28}{sum(run['failed'] for run in untraced_runs + traced_runs):>12d}")
+    report_machine(runs)
     report_tracing(untraced_runs, traced_runs)
     # One job alone, step by step: its storage calls and where the host's time goes (tests.bench.job_calls).
     calls, profile = job_calls.measure()

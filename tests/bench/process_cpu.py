@@ -6,7 +6,10 @@ time of a root process and those of its descendants that stay in its session,
 and of the development host's worker processes (which lead sessions of their own,
 see ``hastegeo_dev.devhost.workers``). The local backend starts each workload in a
 session of its own, so workloads, which cost the same traced or not, are left out.
-A measurement instrument for the benches, never part of the app.
+:func:`reaped_cpu` counts them apart: a workload's CPU is added to the process
+that waits for it (its parent, a queue worker) once it has ended, so the tree's
+reaped children say what the workloads of a window cost, for the machine-wide
+account beside bare runs. A measurement instrument for the benches, never part of the app.
 """
 
 from __future__ import annotations
@@ -47,6 +50,28 @@ def tree_cpu(root_pid: int, *, same_session: bool = True) -> dict[int, float]:
         with contextlib.suppress(psutil.Error):
             times = process.cpu_times()
             seconds[process.pid] = times.user + times.system
+    return seconds
+
+
+def reaped_cpu(root_pid: int) -> dict[int, float]:
+    """User + system CPU seconds of the ended children each process of the tree has waited for, by pid.
+
+    The same processes as :func:`tree_cpu`; what a child costs is added here only once its
+    parent has reaped it, so a window that ends with no job running has counted every one.
+    """
+    try:
+        root = psutil.Process(root_pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return {}
+    session = _session(root_pid)
+    seconds: dict[int, float] = {}
+    for process in processes:
+        if _session(process.pid) != session and not host_worker(process):
+            continue
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            seconds[process.pid] = times.children_user + times.children_system
     return seconds
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.bench.pipeline_bench import goals
+from tests.bench.pipeline_bench import cores_busy, goals, machine_total
 
 
 def verdicts(lines: list[str]) -> list[str]:
@@ -24,3 +24,9 @@ def test_each_goal_is_missed_on_its_own_side() -> None:
 def test_a_line_shows_the_figure_and_the_goal() -> None:
     line = goals(ratio=0.5612, calls=19, accept_per_s=117.06, idle_start_ms=36.4, idle_end_ms=47.0)[0]
     assert line.split() == ["MISS", "pipeline", "/", "subprocess", "0.56", "goal", "≥", "0.8"]
+
+
+def test_the_machine_account_adds_every_process_and_says_how_many_cores_were_busy() -> None:
+    run = {"jobs": 100, "window_s": 20.0, "machine": {"workloads": 300.0, "host": 60.0, "Azurite": 40.0}}
+    assert machine_total(run) == 400.0
+    assert cores_busy(run) == 2.0  # 100 jobs x 0.4 s of CPU over 20 s

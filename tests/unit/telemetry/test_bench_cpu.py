@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.bench.process_cpu import TreeCpu, spent, tree_cpu
+from tests.bench.process_cpu import TreeCpu, reaped_cpu, spent, tree_cpu
 
 SPIN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
 # A host-like parent in its own session that starts a workload-like child in a new session; both spin 0.6 s.
@@ -35,6 +35,8 @@ def test_the_tree_counts_its_session_and_leaves_out_a_child_in_a_session_of_its_
         assert parent.stdout.readline().strip() == "done"
         measured = cpu.stop()
         assert 0.4 < measured < 0.9, measured  # the parent's 0.6 s, not the child's as well
+        # Reaped by the parent, the child's 0.6 s is counted apart (the workloads of a bench window).
+        assert 0.4 < reaped_cpu(parent.pid)[parent.pid] < 0.9
     finally:
         parent.kill()
         parent.wait(10)
