@@ -43,9 +43,15 @@ UNRECORDED = (
 NOT_STARTED = "the local host stopped while starting the workload, so it may not have run"
 
 
+PROJECTS_KEPT = 10_000  # names whose project a layout remembers before it starts over
+
+
 class LocalLayout:
     def __init__(self, root: Path) -> None:
         self.root = root
+        # A job's project never changes once queued, and admission asks for every waiting
+        # job's on each pass: remembered, a burst of n queued jobs costs n reads, not n².
+        self._projects: dict[str, str] = {}
 
     def ensure(self) -> LocalLayout:
         for folder in ("queue", "active", "jobs"):
@@ -81,10 +87,16 @@ class LocalLayout:
             return True
 
     def project_of(self, name: str) -> str:
+        if (known := self._projects.get(name)) is not None:
+            return known
         try:
-            return (self.state(name) / "project").read_text(encoding="utf-8")
+            project = (self.state(name) / "project").read_text(encoding="utf-8")
         except FileNotFoundError:
-            return ""
+            return ""  # not queued yet (or never): asked again next time
+        if len(self._projects) >= PROJECTS_KEPT:
+            self._projects.clear()
+        self._projects[name] = project
+        return project
 
     def running_per_project(self) -> Counter[str]:
         """Jobs holding a slot, per project (an active entry counts until admission clears it)."""
