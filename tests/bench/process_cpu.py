@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -37,6 +39,19 @@ def host_worker(process: psutil.Process) -> bool:
 
 def tree_cpu(root_pid: int, *, same_session: bool = True) -> dict[int, float]:
     """User + system CPU seconds of ``root_pid`` and its (same-session, or host worker) descendants, by pid."""
+    return _sample(root_pid, same_session, lambda times: times.user + times.system)
+
+
+def reaped_cpu(root_pid: int) -> dict[int, float]:
+    """User + system CPU seconds of the ended children each process of the tree has waited for, by pid.
+
+    The same processes as :func:`tree_cpu`; what a child costs is added here only once its
+    parent has reaped it, so a window that ends with no job running has counted every one.
+    """
+    return _sample(root_pid, True, lambda times: times.children_user + times.children_system)
+
+
+def _sample(root_pid: int, same_session: bool, seconds_of: Callable[[Any], float]) -> dict[int, float]:
     try:
         root = psutil.Process(root_pid)
         processes = [root, *root.children(recursive=True)]
@@ -48,30 +63,7 @@ def tree_cpu(root_pid: int, *, same_session: bool = True) -> dict[int, float]:
         if same_session and _session(process.pid) != session and not host_worker(process):
             continue
         with contextlib.suppress(psutil.Error):
-            times = process.cpu_times()
-            seconds[process.pid] = times.user + times.system
-    return seconds
-
-
-def reaped_cpu(root_pid: int) -> dict[int, float]:
-    """User + system CPU seconds of the ended children each process of the tree has waited for, by pid.
-
-    The same processes as :func:`tree_cpu`; what a child costs is added here only once its
-    parent has reaped it, so a window that ends with no job running has counted every one.
-    """
-    try:
-        root = psutil.Process(root_pid)
-        processes = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return {}
-    session = _session(root_pid)
-    seconds: dict[int, float] = {}
-    for process in processes:
-        if _session(process.pid) != session and not host_worker(process):
-            continue
-        with contextlib.suppress(psutil.Error):
-            times = process.cpu_times()
-            seconds[process.pid] = times.children_user + times.children_system
+            seconds[process.pid] = seconds_of(process.cpu_times())
     return seconds
 
 
