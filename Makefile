@@ -12,6 +12,9 @@ NODE_STAMP := node_modules/.installed
 PYTEST_ARGS ?=
 # make test runs the suite in this many pytest-xdist workers; tests sharing a fixture stay on one (tests/workers.py).
 PYTEST_WORKERS ?= 2
+# The suite starts hundreds of interpreters (hosts, the CLI, workloads), each importing the app: they keep their
+# bytecode (under the venv), also where PYTHONDONTWRITEBYTECODE is set, which made each compile it again (ADR 0033).
+SUITE_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
 BACKEND ?= local
 JOBS ?= 200
 LOAD_JOBS ?= 1000
@@ -29,7 +32,8 @@ $(STAMP): requirements.txt requirements-dev.txt hastelib/pyproject.toml hastelib
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	@# uv installs the same pins as pip in a fifth of the time (docs/adr/0034); pip where uv cannot be had.
-	@# No bytecode either way (pip: --no-compile): it is written on first import, for what something imports.
+	@# No bytecode either way (pip: --no-compile): it is written on first import, for what something imports
+	@# (make test writes it under the venv even where PYTHONDONTWRITEBYTECODE is set: SUITE_BYTECODE).
 	@# uv reads none of pip's settings: pip_options.py hands it the package sources pip is configured with.
 	@if $(PIP) --quiet $(UV) 2>/dev/null && sources="$$($(PY) hastelib/dev/src/hastegeo_dev/pip_options.py)" && \
 	  $(VENV)/bin/uv pip install --python $(PY) --quiet $$sources -r requirements-dev.txt; then \
@@ -79,7 +83,7 @@ typecheck: $(STAMP) ## mypy (strict)
 test: install browser ## Run the whole suite (lint, types, unit, integration against Azurite, end to end, browser)
 	@checks_log=$$(mktemp); \
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck >"$$checks_log" 2>&1 & checks=$$!; \
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); tests=$$?; \
+	$(SUITE_BYTECODE) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); tests=$$?; \
 	wait $$checks; checked=$$?; cat "$$checks_log"; rm -f "$$checks_log"; \
 	[ $$checked -eq 0 ] || echo "lint or typecheck failed (above)"; \
 	[ $$tests -eq 0 ] || echo "the tests failed (pytest exit status $$tests)"; \

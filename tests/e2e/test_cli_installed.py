@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,8 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo.cli.exits import ExitCode
-from hastegeo_dev.stack import LocalStack, free_port
+from hastegeo_dev.stack import HostProcess, LocalStack, free_port
+from tests.fuzz.conftest import HttpOnlyHost
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 
@@ -280,33 +282,42 @@ def test_a_429_is_retried_after_its_retry_after(stack: LocalStack, outside: Path
     assert json.loads(out)["state"] == "queued"
 
 
+# The callers the two refusals need: none (an unsigned request) and a reader.
+CALLERS = {"unsigned": "", "reader": "name=reader@localhost;roles=Haste.Reader"}
+
+
 @pytest.fixture
-def principal(stack: LocalStack) -> Iterator[object]:
-    """Restart the host with another caller injected (``None``: none, as an unsigned request)."""
+def caller_urls(stack: LocalStack) -> Iterator[dict[str, str]]:
+    """A host per caller in ``CALLERS`` (injected as ``HASTE_DEV_PRINCIPAL``), on the stack's storage, by URL.
 
-    def restart(value: str) -> None:
-        assert stack.host is not None
-        stack.host.stop()
-        stack.extra["HASTE_DEV_PRINCIPAL"] = value
-        stack.start_host()
+    HTTP only, so they take none of the stack's queue work; started side by side, and the stack's
+    own host is left running (restarting it once per caller cost three host starts and stops)."""
+    hosts = {
+        name: HttpOnlyHost(
+            stack.root,
+            {**stack.env, "HASTE_DEV_PRINCIPAL": value},
+            free_port(),
+            stack.workdir / f"host-{name}.log",
+            stack.lease_seconds,
+        )
+        for name, value in CALLERS.items()
+    }
+    try:
+        with ThreadPoolExecutor(len(hosts)) as starting:
+            list(starting.map(HostProcess.start, hosts.values()))
+        yield {name: host.base_url for name, host in hosts.items()}
+    finally:
+        for host in hosts.values():
+            host.stop()
 
-    yield restart
-    stack.extra.pop("HASTE_DEV_PRINCIPAL", None)
-    restart_default = stack.host
-    assert restart_default is not None
-    restart_default.stop()
-    stack.start_host()
 
-
-def test_401_says_how_to_sign_in_and_403_which_role(stack: LocalStack, outside: Path, principal: object) -> None:
-    principal("")  # type: ignore[operator]
-    unsigned = haste("list", "--project", "p1", url=stack.base_url, cwd=outside)
+def test_401_says_how_to_sign_in_and_403_which_role(outside: Path, caller_urls: dict[str, str]) -> None:
+    unsigned = haste("list", "--project", "p1", url=caller_urls["unsigned"], cwd=outside)
     assert unsigned.returncode == ExitCode.REFUSED
     assert "(HTTP 401)" in unsigned.stderr
     assert "HASTE_API_SCOPE" in unsigned.stderr
     assert "az login" in unsigned.stderr
-    principal("name=reader@localhost;roles=Haste.Reader")  # type: ignore[operator]
-    reader = haste("submit", "--workload", "artifacts", "--project", "p1", url=stack.base_url, cwd=outside)
+    reader = haste("submit", "--workload", "artifacts", "--project", "p1", url=caller_urls["reader"], cwd=outside)
     assert reader.returncode == ExitCode.REFUSED
     assert "(HTTP 403)" in reader.stderr
     assert "Haste.Reader cannot submit" in reader.stderr

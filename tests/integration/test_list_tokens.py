@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,8 +16,11 @@ from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.models.history import make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.runtime import get_runtime
+from hastegeo.runtime import build_runtime, get_runtime
+from hastegeo.settings import load_settings
 from hastegeo.store.cursor import TOKEN_MAX_CHARS
+from hastegeo.store.jobs import JobStore
+from hastegeo_dev.devhost.azurite import Azurite
 from tests.integration.test_api import call
 from tests.integration.test_store import new_job
 
@@ -26,11 +30,8 @@ ADMIN = {PRINCIPAL_HEADER: encode_principal(Principal("ops@example.com", "oid-op
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def jobs(api_settings: Callable[..., None]) -> dict[str, list[Job]]:
+def seed(store: JobStore) -> dict[str, list[Job]]:
     """Seven jobs in p1 (two created in the same millisecond, two cancelled) and three in p2, stored directly."""
-    api_settings()
-    store = get_runtime().store
     stored: dict[str, list[Job]] = {"p1": [], "p2": []}
     for project, minutes in (("p1", [0, 1, 2, 2, 3, 4, 5]), ("p2", [0, 1, 2])):
         for index, minute in enumerate(minutes):
@@ -40,6 +41,37 @@ def jobs(api_settings: Callable[..., None]) -> dict[str, list[Job]]:
             assert store.create(job)
             stored[project].append(job)
     return stored
+
+
+@pytest.fixture(scope="module")
+def seeded(azurite: Azurite, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], dict[str, list[Job]]]:
+    """The seed, stored once for the tests that only read it: the containers' settings, and the jobs."""
+    token = uuid.uuid4().hex[:10]
+    names = {f"HASTE_{kind}_CONTAINER": f"{kind.lower()}-{token}" for kind in ("JOBS", "INPUTS", "OUTPUTS")}
+    env = {"AzureWebJobsStorage": azurite.connection_string, "HASTE_LOCAL_ROOT": str(tmp_path_factory.mktemp("l"))}
+    runtime = build_runtime(load_settings({**env, **names}))
+    try:
+        return names, seed(runtime.store)
+    finally:
+        for adapter in runtime.registry.built().values():
+            adapter.close()
+
+
+@pytest.fixture
+def jobs(
+    api_settings: Callable[..., None], seeded: tuple[dict[str, str], dict[str, list[Job]]]
+) -> dict[str, list[Job]]:
+    """The module's seed, for a test that changes no job (the API reads the seed's containers)."""
+    names, stored = seeded
+    api_settings(**names)
+    return stored
+
+
+@pytest.fixture
+def own_jobs(api_settings: Callable[..., None]) -> dict[str, list[Job]]:
+    """The seed in containers of the test's own, for a test that adds or changes jobs."""
+    api_settings()
+    return seed(get_runtime().store)
 
 
 def listing(**params: str) -> tuple[int, Any]:
@@ -89,13 +121,13 @@ def test_a_state_filter_pages_through_only_matching_jobs(jobs: dict[str, list[Jo
     assert follow(2, projectId="p1", state="queued,succeeded")[0] == newest_first(queued)
 
 
-def test_a_token_keeps_its_place_when_newer_jobs_arrive(jobs: dict[str, list[Job]]) -> None:
+def test_a_token_keeps_its_place_when_newer_jobs_arrive(own_jobs: dict[str, list[Job]]) -> None:
     status, first = listing(projectId="p1", pageSize="3")
     assert status == 200
     newer = new_job(created=START + timedelta(hours=1))
     assert get_runtime().store.create(newer)
     rest, _ = follow(3, projectId="p1", continuationToken=first["continuationToken"])
-    assert [item["id"] for item in first["items"]] + rest == newest_first(jobs["p1"])
+    assert [item["id"] for item in first["items"]] + rest == newest_first(own_jobs["p1"])
     assert follow(50, projectId="p1")[0][0] == newer.id
 
 
@@ -139,9 +171,9 @@ def test_every_bad_token_is_a_400_naming_it_at_once(jobs: dict[str, list[Job]], 
     assert token[:50] not in json.dumps(problem)  # the answer does not echo the token back
 
 
-def test_items_are_summaries_unless_the_history_is_asked_for(jobs: dict[str, list[Job]]) -> None:
+def test_items_are_summaries_unless_the_history_is_asked_for(own_jobs: dict[str, list[Job]]) -> None:
     store = get_runtime().store
-    job = jobs["p1"][-1]
+    job = own_jobs["p1"][-1]
     store.update(job.id, lambda j: j.model_copy(update={"history": [*j.history, make_event(START, j.state, "x", "t")]}))
     full = store.get(job.id).api_view()
     status, page = listing(projectId="p1", pageSize="1")
