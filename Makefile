@@ -11,7 +11,8 @@ UV ?= uv==0.13.8
 NODE_STAMP := node_modules/.installed
 PYTEST_ARGS ?=
 # make test runs the suite in this many pytest-xdist workers; tests sharing a fixture stay on one (tests/workers.py).
-PYTEST_WORKERS ?= 2
+# One more than two cores: a third fills the time the others wait on processes and polls (docs/adr/0033).
+PYTEST_WORKERS ?= 3
 # The suite starts hundreds of interpreters (hosts, the CLI, workloads), each importing the app: they keep their
 # bytecode (under the venv), also where PYTHONDONTWRITEBYTECODE is set, which made each compile it again (ADR 0033).
 SUITE_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
