@@ -9,7 +9,7 @@ from hastegeo.compute.local_node.layout import LocalLayout
 
 def queued(layout: LocalLayout, name: str, project: str) -> None:
     layout.state(name).mkdir(parents=True)
-    layout.enqueue(name, project)
+    layout.join_queue(name, project)
 
 
 def test_a_jobs_project_is_read_once_and_remembered(tmp_path: Path) -> None:

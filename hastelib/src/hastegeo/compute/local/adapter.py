@@ -105,7 +105,7 @@ class LocalBackend(ComputeBackend):
                 (state / "exit.json").unlink(missing_ok=True)  # an earlier staging failed: stage again
                 self._prepare(spec)
                 (state / "ready").touch()
-                self._layout.enqueue(spec.name, spec.labels.get("project", ""))
+                self._layout.join_queue(spec.name, spec.labels.get("project", ""))
         self._admit()
         return handle
 

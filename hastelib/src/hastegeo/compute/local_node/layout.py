@@ -67,7 +67,13 @@ class LocalLayout:
     def state(self, name: str) -> Path:
         return self.job_dir(name) / "state"
 
+    def join_queue(self, name: str, project: str = "") -> None:
+        """Queue a staged job, its project and its entry in one step as admission sees them."""
+        with self.scheduler_lock():
+            self.enqueue(name, project)
+
     def enqueue(self, name: str, project: str = "") -> None:
+        """Write the job's project, then its queue entry (the caller holds the scheduler's lock)."""
         (self.state(name) / "project").write_text(project, encoding="utf-8")
         (self.root / "queue" / f"{time.time_ns():020d}-{name}").write_text(project, encoding="utf-8")
 
