@@ -13,9 +13,10 @@ PYTEST_ARGS ?=
 # make test runs the suite in this many pytest-xdist workers; tests sharing a fixture stay on one (tests/workers.py).
 # One more than two cores: a third fills the time the others wait on processes and polls (docs/adr/0033).
 PYTEST_WORKERS ?= 3
-# The suite starts hundreds of interpreters (hosts, the CLI, workloads), each importing the app: they keep their
-# bytecode (under the venv), also where PYTHONDONTWRITEBYTECODE is set, which made each compile it again (ADR 0033).
-SUITE_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
+# The suite, the demo and the benches start many interpreters (hosts, the CLI, workloads), each importing the app:
+# they keep their bytecode (under the venv), also where PYTHONDONTWRITEBYTECODE is set, which made each compile it
+# again (ADR 0033), and made a bench's workloads pay for it.
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
 BACKEND ?= local
 JOBS ?= 200
 LOAD_JOBS ?= 1000
@@ -34,7 +35,7 @@ $(STAMP): requirements.txt requirements-dev.txt hastelib/pyproject.toml hastelib
 	$(PYTHON) -m venv $(VENV)
 	@# uv installs the same pins as pip in a fifth of the time (docs/adr/0034); pip where uv cannot be had.
 	@# No bytecode either way (pip: --no-compile): it is written on first import, for what something imports
-	@# (make test writes it under the venv even where PYTHONDONTWRITEBYTECODE is set: SUITE_BYTECODE).
+	@# (make test writes it under the venv even where PYTHONDONTWRITEBYTECODE is set: KEEP_BYTECODE).
 	@# uv reads none of pip's settings: pip_options.py hands it the package sources pip is configured with.
 	@if $(PIP) --quiet $(UV) 2>/dev/null && sources="$$($(PY) hastelib/dev/src/hastegeo_dev/pip_options.py)" && \
 	  $(VENV)/bin/uv pip install --python $(PY) --quiet $$sources -r requirements-dev.txt; then \
@@ -84,7 +85,7 @@ typecheck: $(STAMP) ## mypy (strict)
 test: install browser ## Run the whole suite (lint, types, unit, integration against Azurite, end to end, browser)
 	@checks_log=$$(mktemp); \
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck >"$$checks_log" 2>&1 & checks=$$!; \
-	$(SUITE_BYTECODE) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); tests=$$?; \
+	$(KEEP_BYTECODE) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS); tests=$$?; \
 	wait $$checks; checked=$$?; cat "$$checks_log"; rm -f "$$checks_log"; \
 	[ $$checked -eq 0 ] || echo "lint or typecheck failed (above)"; \
 	[ $$tests -eq 0 ] || echo "the tests failed (pytest exit status $$tests)"; \
@@ -93,25 +94,25 @@ test: install browser ## Run the whole suite (lint, types, unit, integration aga
 check: test ## Alias of test: what CI runs
 
 demo: install ## Start the embedded stack and run a real job end to end through the HTTP API (KEEP=1: serve the console after, until Ctrl-C)
-	$(PY) -m hastegeo_dev demo --backend $(BACKEND) $(if $(filter 1 true yes,$(KEEP)),--serve)
+	$(KEEP_BYTECODE) $(PY) -m hastegeo_dev demo --backend $(BACKEND) $(if $(filter 1 true yes,$(KEEP)),--serve)
 
 dev: install ## Start Azurite and the development Functions host (and the web console) until Ctrl-C; traces: haste trace <job-id>
-	HASTE_OTEL_EXPORT=$${HASTE_OTEL_EXPORT:-file:$(CURDIR)/.haste/otel.jsonl} $(PY) -m hastegeo_dev dev
+	$(KEEP_BYTECODE) HASTE_OTEL_EXPORT=$${HASTE_OTEL_EXPORT:-file:$(CURDIR)/.haste/otel.jsonl} $(PY) -m hastegeo_dev dev
 
-bench: install ## Bare subprocess vs untraced vs traced pipeline (JOBS=200, BENCH_ROUNDS=5 rotating rounds), a rate-limited burst (LOAD_JOBS=1000), per-workload runtime and memory, fair share (FAIR_JOBS=1000)
-	$(PY) -m tests.bench.pipeline_bench --jobs $(JOBS) --rounds $${BENCH_ROUNDS:-5}
-	$(PY) -m tests.bench.load_bench --jobs $(LOAD_JOBS)
-	$(PY) -m tests.bench.workloads_bench --sizes 512 4096
-	$(PY) -m tests.bench.fairness_bench --jobs $${FAIR_JOBS:-1000}
+bench: install ## Bare subprocess vs untraced vs traced pipeline (JOBS=200, BENCH_ROUNDS=5 rotating rounds, then TOGETHER_ROUNDS=6 with both stacks at once for tracing's cost), a rate-limited burst (LOAD_JOBS=1000), per-workload runtime and memory, fair share (FAIR_JOBS=1000)
+	$(KEEP_BYTECODE) $(PY) -m tests.bench.pipeline_bench --jobs $(JOBS) --rounds $${BENCH_ROUNDS:-5} --together $${TOGETHER_ROUNDS:-6}
+	$(KEEP_BYTECODE) $(PY) -m tests.bench.load_bench --jobs $(LOAD_JOBS)
+	$(KEEP_BYTECODE) $(PY) -m tests.bench.workloads_bench --sizes 512 4096
+	$(KEEP_BYTECODE) $(PY) -m tests.bench.fairness_bench --jobs $${FAIR_JOBS:-1000}
 
 bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES), then following 1,000 / 10,000 running ones (SCALE_RUNNING)
-	$(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000} --running $${SCALE_RUNNING:-1000 10000}
+	$(KEEP_BYTECODE) $(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000} --running $${SCALE_RUNNING:-1000 10000}
 
 chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks, ground truth
-	HASTE_CHAOS_FULL=1 CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q
+	$(KEEP_BYTECODE) HASTE_CHAOS_FULL=1 CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q
 
 soak: install ## The stack for SOAK_MINUTES (30) at SOAK_RATE jobs/s with storage faults at random: memory, files, threads, queue depth over time, ground truth at the end (ADR 0027); not part of make test
-	$(PY) -m tests.soak
+	$(KEEP_BYTECODE) $(PY) -m tests.soak
 
 mutation: install ## Mutation score of the pure core with cosmic-ray (MUTATION_MODULES=states,router,...); not part of make test
 	$(PY) -m tests.mutation

@@ -32,22 +32,23 @@ processes, telemetry, pipeline code).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import psutil
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from hastegeo.cli.client import ApiClient, ApiError
@@ -64,12 +65,41 @@ T = TypeVar("T")
 # Issue 13's goals for this run (2 cores): the ratio to bare subprocess runs, one job's storage calls,
 # acceptance while jobs run, and idle latencies no worse than when the issue was filed.
 GOAL_RATIO = 0.8  # issue 28: the median of five rounds, untraced and traced
+GOAL_TRACING = 1.05  # issue 28 and ADR 0012: tracing adds at most 5 % to the host's CPU per job
 GOAL_CALLS = 12
 GOAL_ACCEPT_PER_S = 100.0
 GOAL_IDLE_START_MS = 68.0
 GOAL_IDLE_END_MS = 89.0
 IDLE_S = 5.0  # how long the host's CPU is measured with no job, before the burst
 WORKLOAD = [sys.executable, "-m", "hastegeo.workflows.artifacts"]
+_WORDS = [f"w{n:03d}" for n in range(1000)]
+
+
+@dataclass(frozen=True)
+class Work:
+    """What every job of a run packages: one staged input of ``kib`` KiB, zipped at ``level``.
+
+    The default is the trivial job ``make bench`` records: its CPU is mostly the
+    interpreter's start. A larger input makes each job cost more of its own, which shows
+    how the ratio to bare runs grows with a job's size (ADR 0035).
+    """
+
+    kib: int = 1
+    level: int = 6
+    data: bytes = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Text of a thousand words in a fixed random order: deflate works on it as on real text (random
+        # bytes would not compress, and a run of one byte costs deflate nothing); the same bytes every run.
+        words = random.Random(0).choices(_WORDS, k=self.kib * 1024 // 5 + 1)
+        object.__setattr__(self, "data", " ".join(words).encode()[: self.kib * 1024])
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {"compressLevel": self.level}
+
+    def describe(self) -> str:
+        return "trivial artifacts jobs" if self == Work() else f"artifacts jobs of {self.kib} KiB at level {self.level}"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -112,14 +142,32 @@ def bench_stack(slots: int, **extra: str) -> dict[str, str]:
     }
 
 
-def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off") -> dict[str, Any]:
+def run_pipeline(
+    jobs: int,
+    concurrency: int,
+    workdir: Path,
+    export: str = "off",
+    work: Work = Work(),
+    *,
+    alongside: threading.Barrier | None = None,
+) -> dict[str, Any]:
+    """One stack through ``jobs`` jobs at once, after a warm-up and ten jobs one at a time; what it cost.
+
+    ``alongside``: another stack runs the same burst at the same time (:func:`side_by_side`); the two
+    meet at the barrier before their idle measure and again before their bursts.
+    """
     settings = bench_stack(concurrency, HASTE_OTEL_EXPORT=export)
     with LocalStack(workdir, settings=settings) as stack:
         blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
         stack_settings = load_settings(stack.env)
-        blobs.get_container_client("haste-inputs").upload_blob("bench/input.txt", b"x" * 1024, overwrite=True)
+        blobs.get_container_client("haste-inputs").upload_blob("bench/input.txt", work.data, overwrite=True)
         client = ApiClient(stack.base_url, timeout=60)
-        request = {"workload": "artifacts", "projectId": "bench", "inputs": [{"blob": "bench/input.txt"}]}
+        request = {
+            "workload": "artifacts",
+            "projectId": "bench",
+            "inputs": [{"blob": "bench/input.txt"}],
+            "parameters": work.params,
+        }
         client.submit(request)  # warm-up: imports, containers, queues
         _wait_all(client, [j["id"] for j in client.list("bench")], 120)
 
@@ -133,11 +181,16 @@ def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off"
 
         assert stack.host is not None
         assert stack.host.process is not None
-        host_cpu, azurite_cpu = TreeCpu(stack.host.process.pid), TreeCpu(_azurite_pid())
+        assert stack.azurite.pid is not None
+        host_cpu, azurite_cpu = TreeCpu(stack.host.process.pid), TreeCpu(stack.azurite.pid)
+        if alongside is not None:
+            alongside.wait()
         host_cpu.start()
         azurite_cpu.start()
         time.sleep(IDLE_S)  # the host's own queue polling (and Azurite answering it), whatever the jobs do
         idle_cpu_s, idle_storage_cpu_s = host_cpu.stop(), azurite_cpu.stop()
+        if alongside is not None:
+            alongside.wait()
         host_cpu.start()
         azurite_cpu.start()
         reaped, driver_cpu = reaped_cpu(stack.host.process.pid), time.process_time()
@@ -179,7 +232,7 @@ def run_pipeline(jobs: int, concurrency: int, workdir: Path, export: str = "off"
                 "workloads": workloads_cpu_s / jobs * 1000,
                 "host and its workers": cpu_s / jobs * 1000,
                 "Azurite": storage_cpu_s / jobs * 1000,
-                "this bench (submits, watching)": driver_cpu / jobs * 1000,
+                "this bench's own process": driver_cpu / jobs * 1000,
             },
             "window_s": window_s,
             **idle,
@@ -208,15 +261,6 @@ def _until_ended(jobs: ContainerClient, client: ApiClient, ids: list[str], timeo
             return
         time.sleep(1.0)  # each listing is Azurite CPU on the bill of the run it watches
     raise TimeoutError(f"{last} jobs were still active after {timeout}s")
-
-
-def _azurite_pid() -> int:
-    """This process's Azurite child (the stack starts it; its pid is not part of the stack's interface)."""
-    for child in psutil.Process().children():
-        with contextlib.suppress(psutil.Error):
-            if any("azurite" in part for part in child.cmdline()):
-                return child.pid
-    raise RuntimeError("no Azurite process found")
 
 
 def _trace_cost(otel: Path, job_ids: list[str]) -> dict[str, float]:
@@ -275,19 +319,19 @@ def _lower(niceness: int) -> None:
     lower_priority(niceness)
 
 
-def run_subprocess(jobs: int, concurrency: int, workdir: Path) -> dict[str, Any]:
+def run_subprocess(jobs: int, concurrency: int, workdir: Path, work: Work = Work()) -> dict[str, Any]:
     folders = []
     for i in range(jobs):
         folder = workdir / f"job{i}"
         (folder / "inputs").mkdir(parents=True)
-        (folder / "inputs" / "input.txt").write_bytes(b"x" * 1024)
+        (folder / "inputs" / "input.txt").write_bytes(work.data)
         folders.append(folder)
 
     niceness = workload_niceness()
 
     def one(folder: Path) -> float:
         t = time.time()
-        env = {**os.environ, "HASTE_JOB_WORKDIR": str(folder), "HASTE_PARAMS_JSON": "{}"}
+        env = {**os.environ, "HASTE_JOB_WORKDIR": str(folder), "HASTE_PARAMS_JSON": json.dumps(work.params)}
         subprocess.run(
             WORKLOAD,
             env=env,
@@ -311,21 +355,33 @@ def run_subprocess(jobs: int, concurrency: int, workdir: Path) -> dict[str, Any]
         "run_p50": statistics.median(durations),
         "machine": {
             "workloads": workloads_s / jobs * 1000,
-            "this bench (submits, watching)": (time.process_time() - driver_cpu) / jobs * 1000,
+            "this bench's own process": (time.process_time() - driver_cpu) / jobs * 1000,
         },
         "window_s": elapsed,
     }
 
 
-def goals(ratio: float, calls: int, accept_per_s: float, idle_start_ms: float, idle_end_ms: float) -> list[str]:
-    """One line per goal of the run: the figure, the goal, and whether it holds (pure)."""
-    rows = (  # name, figure, goal, whether the figure must stay at or below the goal, decimals
+def goals(
+    ratio: float,
+    calls: int,
+    accept_per_s: float,
+    idle_start_ms: float,
+    idle_end_ms: float,
+    tracing: float | None = None,
+) -> list[str]:
+    """One line per goal of the run: the figure, the goal, and whether it holds (pure).
+
+    ``tracing``: traced over untraced host CPU per job, when the run measured it.
+    """
+    rows: tuple[tuple[str, float, float, bool, int], ...] = (  # name, figure, goal, at most?, decimals
         ("pipeline / subprocess", ratio, GOAL_RATIO, False, 2),
         ("storage calls, one job", calls, GOAL_CALLS, True, 0),
         ("acceptance (req/s)", accept_per_s, GOAL_ACCEPT_PER_S, False, 1),
         ("idle submit→start (ms)", idle_start_ms, GOAL_IDLE_START_MS, True, 0),
         ("idle end→terminal (ms)", idle_end_ms, GOAL_IDLE_END_MS, True, 0),
     )
+    if tracing is not None:
+        rows += (("traced / untraced host CPU", tracing, GOAL_TRACING, True, 3),)
     lines = []
     for name, figure, goal, at_most, decimals in rows:
         held, bound = (figure <= goal, "≤") if at_most else (figure >= goal, "≥")
@@ -343,12 +399,15 @@ def added(traced: list[float], untraced: list[float]) -> float:
     return (statistics.median(traced) - statistics.median(untraced)) / statistics.median(untraced) * 100
 
 
-def report_tracing(untraced_runs: list[dict[str, Any]], traced_runs: list[dict[str, Any]]) -> None:
-    """The tracing comparison: per-job CPU (the verdict), wall time and Azurite CPU, spans and export cost."""
+def report_tracing(untraced_runs: list[dict[str, Any]], traced_runs: list[dict[str, Any]], how: str) -> float:
+    """The tracing comparison: per-job CPU (the verdict), wall time and Azurite CPU, spans and export cost.
+
+    Returns the median of the per-round traced / untraced ratios of the host's CPU per job.
+    """
     rounds = len(traced_runs)
     print(
         f"\ntracing cost: the untraced pipeline against the traced one (every span exported to a file), {rounds} "
-        "rounds in rotating order; median (min–max) over the rounds"
+        f"rounds {how}; median (min–max) over the rounds"
     )
     print(f"{'':30}{'untraced':>18}{'traced':>18}{'added':>9}")
     for label, key in (
@@ -380,6 +439,7 @@ def report_tracing(untraced_runs: list[dict[str, Any]], traced_runs: list[dict[s
         f"tracing adds {cpu:.1f} % to the host's CPU per job (budget 5 %): the CPU of the host and its workers "
         f"from the first submit until no job is active, less their idle polling; wall time is far noisier"
     )
+    return float(statistics.median(per_round))
 
 
 def machine_total(run: dict[str, Any]) -> float:
@@ -424,19 +484,62 @@ def report_machine(runs: dict[str, list[dict[str, Any]]]) -> None:
 SIDES = ("subprocess", "untraced", "traced")
 
 
-def rounds_of(jobs: int, concurrency: int, rounds: int, tmp: Path) -> dict[str, list[dict[str, Any]]]:
+def rounds_of(
+    jobs: int, concurrency: int, rounds: int, tmp: Path, work: Work = Work()
+) -> dict[str, list[dict[str, Any]]]:
     """Every side once a round, the order rotating from round to round (the second round starts untraced, ...)."""
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
     for round_ in range(rounds):
         for side in SIDES[round_ % 3 :] + SIDES[: round_ % 3]:
             folder = tmp / f"{side}{round_}"
             if side == "subprocess":
-                runs[side].append(run_subprocess(jobs, concurrency, folder))
+                runs[side].append(run_subprocess(jobs, concurrency, folder, work))
             else:
                 export = f"file:{tmp / f'otel{round_}.jsonl'}" if side == "traced" else "off"
-                runs[side].append(run_pipeline(jobs, concurrency, folder, export))
+                runs[side].append(run_pipeline(jobs, concurrency, folder, export, work))
             print(f"  round {round_ + 1}: {side:<10} {runs[side][-1]['jobs_per_s']:6.2f} jobs/s", flush=True)
     return runs
+
+
+def side_by_side(
+    jobs: int, concurrency: int, rounds: int, tmp: Path, work: Work = Work()
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The untraced and the traced stack through the same burst at the same time, ``rounds`` times.
+
+    On this kind of machine the CPU a process needs for the same work moves by ±20 % from
+    one minute to the next (ADR 0012): rounds that run one side after the other compare
+    two moments as much as two sides. Run together, both stacks meet every slow spell and
+    every neighbour at once, and each gets half the machine; which one starts first alternates.
+    Their hosts, Azurite instances and workloads are each side's own, counted apart.
+    """
+    untraced_runs: list[dict[str, Any]] = []
+    traced_runs: list[dict[str, Any]] = []
+    for round_ in range(rounds):
+        exports = {"untraced": "off", "traced": f"file:{tmp / f'together{round_}.jsonl'}"}
+        order = list(exports) if round_ % 2 == 0 else list(reversed(exports))
+        meet = threading.Barrier(2, timeout=900)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = {
+                side: pool.submit(
+                    _alongside, meet, jobs, concurrency, tmp / f"together-{side}{round_}", exports[side], work
+                )
+                for side in order
+            }
+            results = {side: future.result() for side, future in futures.items()}
+        untraced_runs.append(results["untraced"])
+        traced_runs.append(results["traced"])
+        ratio = results["traced"]["net_cpu_per_job_ms"] / results["untraced"]["net_cpu_per_job_ms"]
+        print(f"  round {round_ + 1} together: traced / untraced host CPU per job {ratio:.3f}", flush=True)
+    return untraced_runs, traced_runs
+
+
+def _alongside(meet: threading.Barrier, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """:func:`run_pipeline` beside another: should it fail, the other stops waiting for it."""
+    try:
+        return run_pipeline(*args, **kwargs, alongside=meet)
+    except BaseException:
+        meet.abort()
+        raise
 
 
 def ratios(pipeline: list[dict[str, Any]], bare: list[dict[str, Any]]) -> list[float]:
@@ -449,17 +552,27 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5, help="rounds of bare runs, untraced and traced pipeline")
+    parser.add_argument(
+        "--together",
+        type=int,
+        default=6,
+        help="rounds of the untraced and traced stacks side by side, for tracing's cost (0: none; even: each "
+        "side starts first as often)",
+    )
+    parser.add_argument("--input-kib", type=int, default=Work.kib, help="each job's staged input (default: trivial)")
+    parser.add_argument("--level", type=int, default=Work.level, choices=range(10), help="the zip's deflate level")
     args = parser.parse_args()
+    work = Work(args.input_kib, args.level)
     print(
-        f"comparing {args.jobs} trivial artifacts jobs run as bare subprocesses, through the untraced pipeline and "
+        f"comparing {args.jobs} {work.describe()} run as bare subprocesses, through the untraced pipeline and "
         f"through the traced one: {args.rounds} rounds, every side once a round, the order rotating; workloads at "
         f"nice {workload_niceness()} on every side"
     )
     with tempfile.TemporaryDirectory(prefix="haste-bench-") as tmp:
-        runs = rounds_of(args.jobs, args.concurrency, args.rounds, Path(tmp))
+        runs = rounds_of(args.jobs, args.concurrency, args.rounds, Path(tmp), work)
     bare, untraced_runs, traced_runs = runs["subprocess"], runs["untraced"], runs["traced"]
     pipe = sorted(untraced_runs, key=lambda run: float(run["elapsed_s"]))[len(untraced_runs) // 2]
-    print(f"\n{args.jobs} trivial artifacts jobs, concurrency {args.concurrency}, {os.cpu_count()} cores, "
+    print(f"\n{args.jobs} {work.describe()}, concurrency {args.concurrency}, {os.cpu_count()} cores, "
           f"{args.rounds} rounds; median (min–max) over the rounds\n")  # fmt: skip
     print(f"{'':28}{'subprocess':>18}{'untraced':>18}{'traced':>18}")
     print(f"{'jobs/s':28}" + "".join(f"{spread([float(r['jobs_per_s']) for r in runs[side]]):>18}" for side in SIDES))
@@ -485,15 +598,22 @@ def main() -> int:
     print(f"{'burst end→terminal p50/p90':28}{pipe['end_p50'] * 1000:>12.0f}{pipe['end_p90'] * 1000:>12.0f}")
     print(f"{'failed jobs':28}{sum(run['failed'] for run in untraced_runs + traced_runs):>12d}")
     report_machine(runs)
-    report_tracing(untraced_runs, traced_runs)
+    tracing = report_tracing(untraced_runs, traced_runs, "in rotating order, one side after the other")
+    finished = untraced_runs + traced_runs
+    if args.together:
+        print(f"\nthe untraced and the traced stack together, {args.together} rounds:")
+        with tempfile.TemporaryDirectory(prefix="haste-bench-") as tmp:
+            together = side_by_side(args.jobs, args.concurrency, args.together, Path(tmp), work)
+        tracing = report_tracing(*together, "side by side, at the same time (the measure of record)")
+        finished += together[0] + together[1]
     # One job alone, step by step: its storage calls and where the host's time goes (tests.bench.job_calls).
     calls, profile = job_calls.measure()
     print("\n" + "\n".join(job_calls.report(calls, profile)))
     idle = (pipe["idle_start_p50"] * 1000, pipe["idle_end_p50"] * 1000)
     ratio = min(statistics.median(off_ratios), statistics.median(on_ratios))
     print("\ngoals (issues 13 and 28; the pipeline / subprocess goal holds for the lower of untraced and traced):")
-    print("\n".join(goals(ratio, calls.total, pipe["jobs"] / pipe["accept_s"], *idle)))
-    return 0 if all(run["failed"] == 0 for run in untraced_runs + traced_runs) else 1
+    print("\n".join(goals(ratio, calls.total, pipe["jobs"] / pipe["accept_s"], *idle, tracing=tracing)))
+    return 0 if all(run["failed"] == 0 for run in finished) else 1
 
 
 if __name__ == "__main__":

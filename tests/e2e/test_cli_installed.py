@@ -26,7 +26,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo.cli.exits import ExitCode
 from hastegeo_dev.stack import HostProcess, LocalStack, free_port
-from tests.fuzz.conftest import HttpOnlyHost
+from tests.support.hosts import HttpOnlyHost
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 

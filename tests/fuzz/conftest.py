@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,19 +12,11 @@ from azure.storage.queue import QueueClient
 
 from hastegeo.store.queues import SUBMIT_QUEUE
 from hastegeo_dev.stack import HostProcess, LocalStack
+from tests.support.hosts import HttpOnlyHost
 
 # The caller the host injects into every request that carries no X-MS-CLIENT-PRINCIPAL of its own.
 FUZZ_PRINCIPAL = "name=fuzz@localhost;roles=Haste.Admin"
 JOBS_CONTAINER = "haste-jobs"
-
-
-class HttpOnlyHost(HostProcess):
-    """:class:`HostProcess` running ``tests.fuzz.http_only_host``: the same app, but nothing consumes the queues."""
-
-    name = "HTTP-only host"
-
-    def command(self) -> list[str]:
-        return [sys.executable, "-m", "tests.fuzz.http_only_host", str(self.port)]
 
 
 class FuzzStack(LocalStack):

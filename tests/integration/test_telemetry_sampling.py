@@ -1,5 +1,6 @@
 """Real Azure SDK calls against Azurite with telemetry configured as the host does: a storage call is one
-span, without its HTTP request's; a provider SDK's call keeps its HTTP span; calls outside a step are no trace.
+span, without its HTTP request's; a provider SDK's call keeps its HTTP span; calls outside a step are no trace;
+the pipeline's leaner SDK span plugin records what azure-core's stock plugin records.
 
 A fresh process runs ``configure_telemetry("file:...")`` (OpenTelemetry's providers are set once per
 process), makes the calls, flushes, and prints what each storage request carried; the test reads the
@@ -9,9 +10,11 @@ JSON lines back as ``haste trace`` does.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,8 +24,10 @@ from hastegeo_dev.devhost.azurite import Azurite
 pytestmark = pytest.mark.azurite
 
 SCRIPT = """
-import json, sys
+import json, os, sys
 from azure.core import PipelineClient
+from azure.core.exceptions import ResourceNotFoundError
+from azure.core.settings import settings
 from azure.core.pipeline.policies import DistributedTracingPolicy
 from azure.core.rest import HttpRequest
 from azure.core.tracing.decorator import distributed_trace
@@ -34,6 +39,8 @@ from hastegeo.telemetry.tracer import step_span
 
 otel, connection, name = sys.argv[1:4]
 configure_telemetry(f"file:{otel}")
+if os.environ.get("SDK_SPANS") == "stock":
+    settings.tracing_implementation = "opentelemetry"  # azure-core-tracing-opentelemetry's own plugin
 
 
 class ProviderClient:
@@ -62,6 +69,10 @@ container.upload_blob("outside.txt", b"x", raw_response_hook=remember)  # no ste
 with step_span("submit", traceparent=None, job_id="j1"):
     container.upload_blob("job.json", b"{}", raw_response_hook=remember)
     plain.download_blob("job.json", raw_response_hook=remember).readall()
+    try:
+        container.download_blob("missing.json")
+    except ResourceNotFoundError:
+        pass
     queue.send_message("pointer")
     status = ProviderClient(blobs.url).get_job()
 flush_telemetry()
@@ -69,22 +80,33 @@ print(json.dumps({"status": status, "traceparent_sent": headers}))
 """
 
 
-def test_storage_calls_are_one_span_each_and_provider_calls_keep_their_http_span(
-    azurite: Azurite, unique: str, tmp_path: Path
-) -> None:
-    otel = tmp_path / "otel.jsonl"
+def run_script(otel: Path, connection_string: str, name: str, sdk_spans: str = "pipeline") -> dict[str, Any]:
     result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(otel), azurite.connection_string, f"sampling-{unique}"],
+        [sys.executable, "-c", SCRIPT, str(otel), connection_string, name],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
+        env={**os.environ, "SDK_SPANS": sdk_spans},
     )
-    printed = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_storage_calls_are_one_span_each_and_provider_calls_keep_their_http_span(
+    azurite: Azurite, unique: str, tmp_path: Path
+) -> None:
+    otel = tmp_path / "otel.jsonl"
+    printed = run_script(otel, azurite.connection_string, f"sampling-{unique}")
 
     spans = read_trace(otel, "j1")
     names = sorted(span["name"] for span in spans)
-    expected = ["submit", "ContainerClient.upload_blob", "ContainerClient.download_blob", "QueueClient.send_message"]
+    expected = [
+        "submit",
+        "ContainerClient.upload_blob",
+        "ContainerClient.download_blob",
+        "ContainerClient.download_blob",
+        "QueueClient.send_message",
+    ]
     assert names == sorted([*expected, "ProviderClient.get_job", "GET"]), names
     assert len({span["traceId"] for span in spans}) == 1
     by_id = {span["spanId"]: span for span in spans}
@@ -101,3 +123,39 @@ def test_storage_calls_are_one_span_each_and_provider_calls_keep_their_http_span
     # The pipeline's own clients start no HTTP span at all (no traceparent header goes to storage);
     # a client built elsewhere still starts one, which the sampler drops.
     assert printed["traceparent_sent"] == {"PUT outside.txt": False, "PUT job.json": False, "GET job.json": True}
+
+
+def shape(spans: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """A trace without its ids and times: each span's name, kind, parent's name, attributes, status and scope.
+
+    A span with an error keeps the first line of its status message, the error's type and text.
+    """
+    names = {span["spanId"]: span["name"] for span in spans}
+    return sorted(
+        (
+            span["name"],
+            span["kind"],
+            names.get(span["parentSpanId"]),
+            json.dumps(span["attributes"], sort_keys=True),
+            span["status"]["code"],
+            (span["status"]["message"] or "").split("\n")[0],  # the rest names the request, different each time
+            span["scope"],
+        )
+        for span in spans
+    )
+
+
+def test_the_pipelines_sdk_spans_are_the_stock_plugins_spans(azurite: Azurite, unique: str, tmp_path: Path) -> None:
+    """``hastegeo.telemetry.sdk_spans.SdkSpan`` against azure-core-tracing-opentelemetry's plugin, call for call:
+    the same spans (the failed download's error status included), parents and headers sent."""
+    printed, traces = {}, {}
+    for plugin in ("stock", "pipeline"):
+        otel = tmp_path / f"{plugin}.jsonl"
+        printed[plugin] = run_script(otel, azurite.connection_string, f"plugin-{plugin}-{unique}", plugin)
+        traces[plugin] = shape(read_trace(otel, "j1"))
+    assert traces["pipeline"] == traces["stock"]
+    assert printed["pipeline"] == printed["stock"]
+    failed = [span for span in traces["stock"] if span[4] == "ERROR"]
+    assert [(span[0], json.loads(span[3])["error.type"]) for span in failed] == [
+        ("ContainerClient.download_blob", "azure.core.exceptions.ResourceNotFoundError")
+    ]

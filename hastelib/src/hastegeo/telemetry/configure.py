@@ -83,7 +83,9 @@ def configure_telemetry(export: str) -> str:
             _json_lines(path)
         from azure.core.settings import settings as azure_settings
 
-        azure_settings.tracing_implementation = "opentelemetry"
+        from hastegeo.telemetry.sdk_spans import SdkSpan
+
+        azure_settings.tracing_implementation = SdkSpan
         _configured = mode
     log.info("telemetry: exporting to %s", export)
     return mode

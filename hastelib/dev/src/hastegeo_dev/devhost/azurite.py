@@ -87,6 +87,11 @@ class Azurite:
         self.table_url = ""
 
     @property
+    def pid(self) -> int | None:
+        """The Azurite process's id while it runs (the benches count its CPU)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def connection_string(self) -> str:
         return (
             f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT_NAME};AccountKey={ACCOUNT_KEY};"

@@ -1,8 +1,10 @@
 """The development host serving HTTP only: no queue pollers, no timers.
 
-``python -m tests.fuzz.http_only_host PORT`` (from the repository root). The fuzz counts the
-messages on ``jobs-submit``; with the queue triggers running, the host would consume them
-(and run workloads) while the count is taken, so this host leaves the queues alone.
+``python -m tests.support.http_only_host PORT`` (from the repository root), or
+:class:`tests.support.hosts.HttpOnlyHost` from a test. The fuzz counts the messages on ``jobs-submit``;
+with the queue triggers running, the host would consume them (and run workloads)
+while the count is taken, so this host leaves the queues alone. Tests that need
+only the API (the installed CLI's) start it because it starts sooner.
 Everything else is what ``python -m hastegeo_dev.devhost`` does: the same app, host.json,
 settings and ``HASTE_DEV_PRINCIPAL`` injection.
 """
