@@ -44,8 +44,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -86,13 +87,13 @@ class Work:
 
     kib: int = 1
     level: int = 6
-    data: bytes = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    @cached_property
+    def data(self) -> bytes:
         # Text of a thousand words in a fixed random order: deflate works on it as on real text (random
         # bytes would not compress, and a run of one byte costs deflate nothing); the same bytes every run.
         words = random.Random(0).choices(_WORDS, k=self.kib * 1024 // 5 + 1)
-        object.__setattr__(self, "data", " ".join(words).encode()[: self.kib * 1024])
+        return " ".join(words).encode()[: self.kib * 1024]
 
     @property
     def params(self) -> dict[str, int]:

@@ -76,7 +76,7 @@ with step_span("submit", traceparent=None, job_id="j1"):
     queue.send_message("pointer")
     status = ProviderClient(blobs.url).get_job()
 flush_telemetry()
-print(json.dumps({"status": status, "traceparent_sent": headers}))
+print(json.dumps({"status": status, "traceparent_sent": headers, "plugin": settings.tracing_implementation().__name__}))
 """
 
 
@@ -153,6 +153,10 @@ def test_the_pipelines_sdk_spans_are_the_stock_plugins_spans(azurite: Azurite, u
         otel = tmp_path / f"{plugin}.jsonl"
         printed[plugin] = run_script(otel, azurite.connection_string, f"plugin-{plugin}-{unique}", plugin)
         traces[plugin] = shape(read_trace(otel, "j1"))
+    assert {plugin: said.pop("plugin") for plugin, said in printed.items()} == {
+        "stock": "OpenTelemetrySpan",
+        "pipeline": "SdkSpan",  # what configure_telemetry installs
+    }
     assert traces["pipeline"] == traces["stock"]
     assert printed["pipeline"] == printed["stock"]
     failed = [span for span in traces["stock"] if span[4] == "ERROR"]

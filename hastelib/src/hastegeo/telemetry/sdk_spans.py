@@ -95,9 +95,8 @@ class SdkSpan(stock.OpenTelemetrySpan):
         exception_value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if exception_type is not None:
-            self._current_ctxt_manager = None
-            super().__exit__(exception_type, exception_value, traceback)  # the error's attribute and status, ended
+        if exception_type is not None:  # the error's attribute and status, then ended (no context manager of its own)
+            super().__exit__(exception_type, exception_value, traceback)
         else:
             self._span_instance.end()
         if self._in_sdk_call is not None:
