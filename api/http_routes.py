@@ -26,7 +26,7 @@ from hastegeo.models.ids import ID_RULE, is_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import Accepted, RequestRejected, decode_body, parse_request
-from hastegeo.pipeline.capacity_board import BackendQueue
+from hastegeo.pipeline.admission.board import BackendQueue
 from hastegeo.runtime import get_runtime
 from hastegeo.store.cursor import InvalidTokenError
 from hastegeo.store.read_urls import READ_URL_TTL, read_url

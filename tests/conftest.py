@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo_dev.devhost.azurite import Azurite
+from tests.support.runtime import development_runtime
 
 RuntimeFactory = Callable[..., Runtime]
 
@@ -57,7 +58,7 @@ def make_runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[Runt
             "HASTE_POLL_INITIAL_S": "1",
             **overrides,
         }
-        runtime = build_runtime(load_settings(env))
+        runtime = development_runtime(load_settings(env))
         built.append(runtime)
         return runtime
 
@@ -75,7 +76,7 @@ def api_settings(
 
     Call it with extra settings; the runtime is rebuilt from them, and closed after the test.
     """
-    from hastegeo.runtime import get_runtime, reset_runtime
+    from hastegeo.runtime import ensure_storage, get_runtime, reset_runtime
     from hastegeo.settings import get_settings
 
     def apply(**overrides: str) -> None:
@@ -91,6 +92,7 @@ def api_settings(
             clean_env.setenv(name, value)
         get_settings.cache_clear()
         reset_runtime()
+        ensure_storage(get_settings())  # as IaC does in Azure: the deployed app creates nothing
         applied.append(True)
 
     applied: list[bool] = []

@@ -27,10 +27,10 @@ from azure.storage.queue import QueueServiceClient
 from hastegeo.compute.azure_batch.adapter import BatchBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec
-from hastegeo.compute.fairshare import Limits
 from hastegeo.pipeline.admission import Admission
+from hastegeo.pipeline.admission.book import AdmissionBook
+from hastegeo.pipeline.admission.fairshare import Limits
 from hastegeo.settings import load_settings
-from hastegeo.store.admission import AdmissionBook
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage, QueueSender
 from hastegeo_dev.testing.batch_service import BatchTestService
 

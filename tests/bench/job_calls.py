@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from tests.bench import storage_calls
 from tests.bench.profile_summary import Profile, lines
+from tests.support.runtime import development_runtime
 
 
 @dataclass
@@ -100,7 +101,7 @@ def one_job(connection_string: str, workdir: Path, *, inline_exits: bool, profil
             "HASTE_OTEL_EXPORT": "off",
         }
     )
-    runtime = build_runtime(settings, inline_exits=inline_exits)
+    runtime = development_runtime(settings, inline_exits=inline_exits)
     runtime.blobs.get_container_client(settings.storage.inputs_container).upload_blob(
         "calls/input.txt", b"x" * 512, overwrite=True
     )

@@ -47,11 +47,12 @@ from typing import Any
 
 from hastegeo.compute.local_node.layout import LocalLayout
 from hastegeo.models.history import make_event
+from hastegeo.models.ids import new_job_id
 from hastegeo.models.job import Job
+from hastegeo.models.moves import record
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.pipeline.deps import new_job_id, record
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo.store import index
 from hastegeo.store.jobs import JobStore, _metadata
@@ -60,6 +61,7 @@ from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.readiness import StartBound
 from tests.bench import storage_calls
 from tests.bench.azurite_seed import append_blobs
+from tests.support.runtime import development_runtime
 
 PROJECT = "bench"
 RUNNING = 50
@@ -139,7 +141,7 @@ def measure(runtime: Runtime, azurite: Azurite, probe: str, repeat: int) -> dict
     page = store.list(PROJECT, states=running)
     if len(page.jobs) != RUNNING or any(job.state is not JobState.RUNNING for job in page.jobs):
         raise AssertionError(f"state=running returned {len(page.jobs)} jobs, expected {RUNNING} running ones")
-    if len(runtime.store.unfinished()) != RUNNING:
+    if len(runtime.journal.sweep()) != RUNNING:
         raise AssertionError("the reconciler does not see exactly the running jobs")
     return results
 
@@ -147,7 +149,7 @@ def measure(runtime: Runtime, azurite: Azurite, probe: str, repeat: int) -> dict
 def start(location: Path) -> tuple[Azurite, Runtime]:
     azurite = Azurite(location=str(location), start_bound=StartBound(stall_s=600.0, cpu_s=600.0, wall_s=600.0)).start()
     env = {"AzureWebJobsStorage": azurite.connection_string, "HASTE_LOCAL_ROOT": str(location.parent / "local")}
-    return azurite, build_runtime(load_settings(env))
+    return azurite, development_runtime(load_settings(env))
 
 
 def run(sizes: list[int], repeat: int, workdir: Path) -> dict[int, dict[str, tuple[float, float, int]]]:
@@ -160,10 +162,10 @@ def run(sizes: list[int], repeat: int, workdir: Path) -> dict[int, dict[str, tup
         for job in running:
             runtime.store.create(job)
             for state in (JobState.SUBMITTING, JobState.RUNNING):
-                runtime.store.update(
+                runtime.journal.update(
                     job.id, lambda j, s=state: record(j, now=T0, limit=50, message=s.value, source="bench", state=s)
                 )
-            runtime.store.update(job.id, lambda j: steady(j, datetime.now(UTC)))  # its chain is live
+            runtime.journal.update(job.id, lambda j: steady(j, datetime.now(UTC)))  # its chain is live
         runtime.store.backfill_index()  # a new store: nothing to index (marks it so the timed passes skip it)
         seeded = 0
         for size in sizes:
@@ -198,7 +200,7 @@ def poll_cost(workdir: Path, connection_string: str, polls: int = 5) -> tuple[fl
     """
     root = workdir / "poll-local"
     env = {"AzureWebJobsStorage": connection_string, "HASTE_LOCAL_ROOT": str(root), "HASTE_LOCAL_SLOTS": "1"}
-    runtime = build_runtime(load_settings(env))
+    runtime = development_runtime(load_settings(env))
     inputs = runtime.blobs.get_container_client(runtime.settings.storage.inputs_container)
     inputs.upload_blob("poll/input.txt", b"x", overwrite=True)
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
@@ -241,7 +243,7 @@ def run_running(sizes: list[int], repeat: int, workdir: Path) -> dict[int, tuple
             azurite, runtime = start(location)
             seeded = size
             fastest, _median, calls = timed(runtime.reconcile.run, repeat, [azurite.blob_url, azurite.queue_url])
-            if len(runtime.store.unfinished()) != size:
+            if len(runtime.journal.sweep()) != size:
                 raise AssertionError(f"the reconciler does not see exactly the {size} running jobs")
             results[size] = (fastest, calls)
             print(f"  {size:>7} running   reconciler pass {fastest:8.2f} s  {calls:6d} storage calls", flush=True)

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from tests.support.runtime import development_runtime
+
 P = ParamSpec("P")
 T = TypeVar("T")
 WARM_JOBS = 3
@@ -37,7 +39,6 @@ CONNECTION = "HASTE_TRACE_STEPS_STORAGE"  # the child's storage, passed in its e
 def child(export: str, connection_string: str, root: Path, jobs: int) -> dict[str, float]:
     """Run ``jobs`` artifacts jobs' steps in this process with telemetry ``export``; their CPU per job."""
     from hastegeo.pipeline.accept import parse_request
-    from hastegeo.runtime import build_runtime
     from hastegeo.settings import load_settings
     from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE
     from hastegeo.telemetry.configure import configure_telemetry, flush_telemetry
@@ -53,7 +54,7 @@ def child(export: str, connection_string: str, root: Path, jobs: int) -> dict[st
             "HASTE_OTEL_EXPORT": export,
         }
     )
-    runtime = build_runtime(settings, inline_exits=False)
+    runtime = development_runtime(settings, inline_exits=False)
     runtime.blobs.get_container_client(settings.storage.inputs_container).upload_blob(
         "trace/input.txt", b"x" * 512, overwrite=True
     )

@@ -19,12 +19,13 @@ from azure.storage.queue import QueueServiceClient
 from hastegeo.cli.client import ApiClient
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.stack import LocalStack
 from hastegeo_dev.testing.batch_service import BatchTestService
+from tests.support.runtime import development_runtime
 
 from . import ground_truth
 from .checks import assert_clean, check_jobs
@@ -81,7 +82,7 @@ def test_every_message_delivered_twice_and_out_of_order(
         "HASTE_POLL_INITIAL_S": "1",
         "HASTE_POLL_MAX_S": "1",
     }
-    runtime = build_runtime(load_settings(env))
+    runtime = development_runtime(load_settings(env))
     for queue in (SUBMIT_QUEUE, POLL_QUEUE):
         runtime.queues.client(queue).clear_messages()
     runtime.blobs.get_container_client("haste-inputs").upload_blob("p1/a.txt", b"alpha", overwrite=True)
@@ -214,7 +215,7 @@ def test_provider_outage_longer_than_the_retry_budget(own_azurite: Azurite, tmp_
             "HASTE_RUN_DEADLINE_S": "600",
             **service.settings(),
         }
-        runtime = build_runtime(load_settings(env), clock=clock, sleep=lambda seconds: None)
+        runtime = development_runtime(load_settings(env), clock=clock, sleep=lambda seconds: None)
         runtime.blobs.get_container_client("haste-inputs").upload_blob("p1/a.txt", b"alpha", overwrite=True)
         body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
         job = runtime.acceptor.accept(parse_request(body)).job

@@ -20,11 +20,11 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient
 
 from hastegeo.cli.client import ApiClient
-from hastegeo.runtime import build_runtime
+from hastegeo.pipeline.journal import PUBLISH_GRACE_S
 from hastegeo.settings import load_settings
-from hastegeo.store.jobs import PUBLISH_GRACE_S
 from hastegeo.store.queues import EVENTS_QUEUE
 from hastegeo_dev.stack import LocalStack
+from tests.support.runtime import development_runtime
 
 from . import ground_truth
 from .conftest import CHAOS_JOBS, Outcome
@@ -57,8 +57,8 @@ def test_events_match_the_stored_changes_after_a_killed_host(tmp_path: Path, out
         ground_truth.check(outcome, scene)  # a host drains the queues meanwhile
         assert stack.host is not None
         stack.host.kill()  # nothing writes any more: what is stored now is the truth
-        sweeper = build_runtime(load_settings({"AzureWebJobsStorage": connection}))
-        sweeper.store.unfinished(now=datetime.now(UTC) + timedelta(seconds=PUBLISH_GRACE_S + 1))
+        sweeper = development_runtime(load_settings({"AzureWebJobsStorage": connection}))
+        sweeper.journal.sweep(datetime.now(UTC) + timedelta(seconds=PUBLISH_GRACE_S + 1))
         jobs = blobs.get_container_client(sweeper.settings.storage.jobs_container)
         truth = check_events(jobs, QueueClient.from_connection_string(connection, EVENTS_QUEUE))
         # After the sweep no ended job keeps its active entry for events still to publish: judged strictly.

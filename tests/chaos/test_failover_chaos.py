@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.runtime import build_runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
+from tests.support.runtime import development_runtime
 
 from . import ground_truth
 from .checks import assert_clean, check_jobs
@@ -53,7 +53,7 @@ def test_failover_with_every_message_delivered_twice(
         **service.settings(("artifacts",)),
         "BATCH_POOLS": f"artifacts={POOL}",
     }
-    runtime = build_runtime(load_settings(env), sleep=lambda _: None)
+    runtime = development_runtime(load_settings(env), sleep=lambda _: None)
     try:
         for queue in (SUBMIT_QUEUE, POLL_QUEUE):
             runtime.queues.client(queue).clear_messages()

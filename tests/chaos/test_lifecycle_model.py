@@ -55,11 +55,12 @@ from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.processors.artifacts import ArtifactsProcessor
 from hastegeo.processors.base import OutputAccess, PostprocessResult
-from hastegeo.runtime import Runtime, build_runtime, ensure_storage
+from hastegeo.runtime import Runtime, ensure_storage
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import ConflictError
 from hastegeo_dev.devhost.azurite import Azurite
+from tests.support.runtime import development_runtime
 
 from . import ground_truth
 from .conftest import CHAOS_JOBS, Outcome
@@ -145,7 +146,7 @@ def _model_runtime(azurite: Azurite, tmp_path: Path) -> Iterator[tuple[Runtime, 
         "HASTE_RUN_DEADLINE_S": str(RUN_DEADLINE_S),
         "HASTE_POLL_INITIAL_S": "1",
     }
-    runtime = build_runtime(load_settings(env), clock=clock, sleep=lambda seconds: None)
+    runtime = development_runtime(load_settings(env), clock=clock, sleep=lambda seconds: None)
     ensure_storage(runtime.settings)
     backend = ScriptedBackend(clock)
     runtime.registry._instances["local"] = backend  # the provider is the model's; everything else is real
@@ -250,7 +251,7 @@ def lifecycle_machine(runtime: Runtime, clock: Clock, backend: ScriptedBackend) 
         def late_ending(self) -> None:
             """A step that decided to end the job from a read taken before another step ended it (two hosts
             racing do this all the time); its write must find the job ended and change nothing."""
-            runtime.deps.end_job(self.job_id, JobState.FAILED, "failed: too late", source="model", reason="too late")
+            runtime.journal.end(self.job_id, JobState.FAILED, "failed: too late", source="model", reason="too late")
 
         def deadline_passes(self) -> None:
             clock.advance(RUN_DEADLINE_S + 3600)

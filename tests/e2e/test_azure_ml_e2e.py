@@ -22,7 +22,7 @@ from hastegeo.cli.client import TERMINAL, ApiClient
 from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.registry import descriptors
-from hastegeo.runtime import reset_runtime
+from hastegeo.runtime import ensure_storage, reset_runtime
 from hastegeo.settings import get_settings
 from hastegeo.workflows.artifacts import package
 from hastegeo.workflows.runtime import WORKDIR_VARIABLE, iter_files, run_main
@@ -86,8 +86,8 @@ def start(
         clean_env.setitem(known, "azure_ml", dataclasses.replace(known["azure_ml"], factory=factory))
         get_settings.cache_clear()
         reset_runtime()
+        ensure_storage(get_settings())
         blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
-        blobs.create_container(settings["HASTE_INPUTS_CONTAINER"])  # unique per test: new
         options = DriverOptions(lease_seconds=5, stop_grace=1.0)
         hosts.append(DevHost(load_app("function_app:app", REPO), app_dir=REPO, port=0, driver_options=options).start())
         client = ApiClient(hosts[-1].base_url, timeout=10)

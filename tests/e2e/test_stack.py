@@ -16,6 +16,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo_dev.checkout import repo_root
 from hastegeo_dev.stack import LocalStack
+from tests.support.runtime import development_runtime
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -217,14 +218,13 @@ def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
     # without a submit message (as if that message had failed every delivery), so only the
     # poison path can end it.
     from hastegeo.pipeline.accept import parse_request
-    from hastegeo.runtime import build_runtime
     from hastegeo.settings import load_settings
 
-    runtime = build_runtime(load_settings(stack.env))
+    runtime = development_runtime(load_settings(stack.env))
     request = parse_request({"workload": "artifacts", "projectId": "p2", "inputs": [{"blob": "p2/small.txt"}]})
     runtime.queues.send = lambda *args, **kwargs: None  # type: ignore[method-assign]
     stranded = runtime.acceptor.accept(request).job
-    runtime.store.update(stranded.id, lambda j: j.model_copy(update={"last_error": "ServerBusy: try later"}))
+    runtime.journal.update(stranded.id, lambda j: j.model_copy(update={"last_error": "ServerBusy: try later"}))
     QueueClient.from_connection_string(connection, "jobs-submit-poison").send_message(
         JobMessage(job_id=stranded.id, kind="submit").encode()
     )

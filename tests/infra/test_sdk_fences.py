@@ -61,11 +61,11 @@ def test_the_local_node_is_fenced_to_the_standard_library() -> None:
     node = f"{COMPUTE}/local_node/probe.py"
     assert banned(node, "from azure.core.exceptions import AzureError\n")
     assert banned(node, "import pydantic\n")
-    assert banned(node, "from hastegeo.pipeline.follow import FollowStep\n")
+    assert banned(node, "from hastegeo.pipeline.poll import PollStep\n")
     assert banned(node, "from hastegeo.compute.local.adapter import LocalBackend\n")
     assert not banned(node, "from hastegeo.utils.files import read_json\n")
     assert not banned(node, "from hastegeo.utils.turns import admission_order\n")
-    assert banned(node, "from hastegeo.compute.fairshare import fill\n")  # the pipeline's admission
+    assert banned(node, "from hastegeo.pipeline.admission.fairshare import fill\n")  # the pipeline's admission
     assert not banned(f"{COMPUTE}/local/probe.py", "from azure.core.exceptions import AzureError\n")
 
 

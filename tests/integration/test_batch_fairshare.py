@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from hastegeo.compute.fairshare import Book, Seat
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.admission.book import AdmissionBook
+from hastegeo.pipeline.admission.fairshare import Book, Seat
 from hastegeo.runtime import Runtime
-from hastegeo.store.admission import AdmissionBook
 from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService

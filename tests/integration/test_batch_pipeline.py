@@ -13,12 +13,13 @@ from hastegeo.compute.service import ExecutionService
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.finish import FinishStep
-from hastegeo.pipeline.follow import FollowStep
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.pipeline.poll import PollStep
+from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
+from tests.support.runtime import development_runtime
 
 from .conftest import drive, put_input, request
 
@@ -43,7 +44,7 @@ def batch_runtime(azurite: Azurite, unique: str, tmp_path: object) -> Iterator[t
         "BATCH_IDENTITY_RESOURCE_ID": "/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/x",
     }
     sleeps: list[float] = []
-    runtime = build_runtime(load_settings(env), sleep=sleeps.append)
+    runtime = development_runtime(load_settings(env), sleep=sleeps.append)
     yield runtime, service
     for adapter in runtime.registry.built().values():
         adapter.close()
@@ -79,7 +80,7 @@ NODE_CAUSES = (
 def with_blob_reader(runtime: Runtime, blobs: BlobServiceClient) -> Runtime:
     """The same runtime, except that post-processing's blob reads (its fallback among them) go through ``blobs``."""
     deps = dataclasses.replace(runtime.deps, service=ExecutionService(runtime.registry, blobs))
-    poll = FollowStep(deps, FinishStep(deps, runtime.acceptor))
+    poll = PollStep(deps, FinishStep(deps, runtime.acceptor))
     return dataclasses.replace(runtime, deps=deps, poll=poll)
 
 
@@ -168,7 +169,7 @@ def test_reconciler_cancels_a_batch_job_whose_record_ended(batch_runtime: tuple[
     batch_job = runtime.store.get(job.id).handle.provider_ids["job_id"]  # type: ignore[union-attr]
     assert (job.id, batch_job) in {(ours, h.provider_ids["job_id"]) for ours, h in runtime.deps.service.list_active()}
     # The record ends without the provider hearing of it (say, failed by an operator's fix-up).
-    runtime.store.update(job.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))
+    runtime.journal.update(job.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))
     report = runtime.reconcile.run()
     assert job.id in report.orphans_cancelled
     assert job.id not in {ours for ours, _ in runtime.deps.service.list_active()}

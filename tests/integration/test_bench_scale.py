@@ -28,7 +28,7 @@ def test_seeded_jobs_are_read_back_as_the_store_wrote_them(tmp_path: Path) -> No
         ended = store.list(scale_bench.PROJECT, states=frozenset({JobState.SUCCEEDED}), page_size=100)
         assert len(ended.jobs) == 30
         assert all(job.state is JobState.SUCCEEDED for job in ended.jobs)
-        assert [u.job_id for u in store.unfinished()] == [live.id]
+        assert [u.job_id for u in runtime.journal.sweep()] == [live.id]
         assert len(store.list(scale_bench.PROJECT, page_size=100).jobs) == 31
         store.update(live.id, lambda j: j.model_copy(update={"state": JobState.CANCELLED}))  # Azurite writes on
         assert store.get(live.id).state is JobState.CANCELLED

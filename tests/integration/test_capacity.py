@@ -17,11 +17,12 @@ import pytest
 
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
+from tests.support.runtime import development_runtime
 
 from .conftest import drive, put_input, request
 
@@ -53,7 +54,7 @@ def running(
         "BATCH_POOLS": f"artifacts={POOL}",
         **env,
     }
-    runtime = build_runtime(load_settings(settings), clock=clock or Clock(), sleep=lambda _: None)
+    runtime = development_runtime(load_settings(settings), clock=clock or Clock(), sleep=lambda _: None)
     try:
         yield runtime, service
     finally:

@@ -73,7 +73,7 @@ def test_the_job_events_reach_the_queue_and_the_topic_alike(make_runtime: Runtim
     consumer = event_queue.events_client(connection)
     event_queue.drain(consumer)
     with EventGridTopicDouble() as topic:
-        runtime.store._publish = EventPublisher(runtime.queues, EventGridTopic(topic.endpoint, Credential()))
+        runtime.journal._publish = EventPublisher(runtime.queues, EventGridTopic(topic.endpoint, Credential()))
         job = runtime.acceptor.accept(parse_request(request(correlationId="c-1"))).job
         queued = event_queue.of_jobs(event_queue.drain(consumer), [job.id])[job.id]
         assert queued == topic.events

@@ -11,10 +11,11 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.processors.base import OutputAccess, PostprocessResult
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ScriptProcessor
+from tests.support.runtime import development_runtime
 
 from .conftest import request
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.azurite
 @pytest.fixture
 def inline(make_runtime: RuntimeFactory) -> Iterator[Runtime]:
     """A runtime that handles exits where they are seen, as the Functions app's runtime does."""
-    runtime = build_runtime(make_runtime(HASTE_POLL_INITIAL_S="30").settings, inline_exits=True)
+    runtime = development_runtime(make_runtime(HASTE_POLL_INITIAL_S="30").settings, inline_exits=True)
     runtime.deps.processors["artifacts"] = ScriptProcessor()
     for queue in (SUBMIT_QUEUE, POLL_QUEUE):
         runtime.queues.client(queue).clear_messages()

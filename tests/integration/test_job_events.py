@@ -13,9 +13,10 @@ from hastegeo.models.changes import StateChange
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.journal import PUBLISH_GRACE_S, JobJournal
 from hastegeo.runtime import Runtime
 from hastegeo.store import index
-from hastegeo.store.jobs import PUBLISH_GRACE_S, JobStore
+from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import JobMessage
 from hastegeo.telemetry.tracer import trace_id_of
 from hastegeo.utils.errors import IllegalTransitionError
@@ -75,7 +76,7 @@ def test_every_state_change_of_a_job_is_one_cloudevent_in_order(make_runtime: Ru
     assert (data["correlationId"], data["idempotencyKey"]) == ("order-4711", "key-1")
     assert (data["state"], data["outputCount"]) == ("succeeded", len(stored.outputs))
     # The job ended with its events out: the reconciler's sweep has nothing left of it.
-    assert runtime.store.unfinished() == []
+    assert runtime.journal.sweep() == []
 
 
 def test_a_write_that_is_not_stored_publishes_nothing(make_runtime: RuntimeFactory) -> None:
@@ -84,10 +85,10 @@ def test_a_write_that_is_not_stored_publishes_nothing(make_runtime: RuntimeFacto
     job = runtime.acceptor.accept(parse_request(request())).job
 
     def illegal(current: Job) -> Job:
-        return runtime.deps.event(current, "jump", "test", state=JobState.SUCCEEDED)
+        return runtime.journal.event(current, "jump", "test", state=JobState.SUCCEEDED)
 
     with pytest.raises(IllegalTransitionError):
-        runtime.store.update(job.id, illegal)
+        runtime.journal.update(job.id, illegal)
     events = event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id]
     assert [e["type"] for e in events] == ["com.haste.job.queued"]
 
@@ -110,23 +111,23 @@ def test_events_lost_to_an_outage_are_published_by_the_sweep(make_runtime: Runti
     client = consumer(runtime)
     container = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
     outage = Outage(EventPublisher(runtime.queues))
-    store = JobStore(container, publish=outage)
+    journal = JobJournal(JobStore(container), clock=runtime.deps.clock, history_limit=50, publish=outage)
     job = runtime.acceptor.accept(parse_request(request())).job
-    ended = store.update(job.id, lambda j: runtime.deps.event(j, "cancelled by test", "test", JobState.CANCELLED))
+    ended = journal.update(job.id, lambda j: runtime.journal.event(j, "cancelled by test", "test", JobState.CANCELLED))
     assert (ended.wrote, ended.job.state, outage.calls) == (True, JobState.CANCELLED, 1)
     assert ended.job.events_published == 1  # the queued event went out; the cancellation did not
     # The ended job keeps its active entry: the sweep still sees it.
     assert any(b.name.startswith(index.ACTIVE) for b in container.list_blobs(name_starts_with=index.ACTIVE))
     outage.down = False
-    assert store.unfinished() == []  # within the grace, its writer may still be publishing
+    assert journal.sweep() == []  # within the grace, its writer may still be publishing
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id][-1]["type"] == "com.haste.job.queued"
     later = ended.job.updated_at + timedelta(seconds=PUBLISH_GRACE_S + 1)
-    assert store.unfinished(now=later) == []
+    assert journal.sweep(later) == []
     events = event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id]
     assert [(e["id"], e["type"]) for e in events] == [(f"{job.id}.2", "com.haste.job.cancelled")]
     # Recorded as the ending writer records them: the active entry is gone, the sweep is done with the job.
     assert not list(container.list_blobs(name_starts_with=index.ACTIVE))
-    assert store.unfinished(now=later) == []
+    assert journal.sweep(later) == []
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id] == []
 
 
@@ -134,14 +135,14 @@ def test_a_write_of_an_ended_job_publishes_nothing_twice(make_runtime: RuntimeFa
     runtime = make_runtime()
     client = consumer(runtime)
     job = runtime.acceptor.accept(parse_request(request())).job
-    ended = runtime.store.update(job.id, lambda j: runtime.deps.event(j, "cancelled", "test", JobState.CANCELLED))
+    ended = runtime.journal.update(job.id, lambda j: runtime.journal.event(j, "cancelled", "test", JobState.CANCELLED))
     assert ended.job.events_published < ended.job.state_changes[-1].seq  # recorded by its active entry going
     assert [e["type"] for e in event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id]] == [
         "com.haste.job.queued",
         "com.haste.job.cancelled",
     ]
     # A later note on the ended job (a re-run links it, say) is a write like any other: nothing to publish.
-    noted = runtime.store.update(job.id, lambda j: runtime.deps.event(j, "a note on an ended job", "test"))
+    noted = runtime.journal.update(job.id, lambda j: runtime.journal.event(j, "a note on an ended job", "test"))
     assert noted.wrote
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id] == []
 
@@ -152,16 +153,16 @@ def test_a_crash_between_store_and_publish_is_caught_up(make_runtime: RuntimeFac
     container = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
     crashed = JobStore(container)  # stores the change, dies before it publishes
     job = runtime.acceptor.accept(parse_request(request())).job
-    crashed.update(job.id, lambda j: runtime.deps.event(j, "submitting", "test", JobState.SUBMITTING))
+    crashed.update(job.id, lambda j: runtime.journal.event(j, "submitting", "test", JobState.SUBMITTING))
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id][-1]["data"]["sequence"] == 1
     stored = runtime.store.get(job.id)
     later = stored.updated_at + timedelta(seconds=PUBLISH_GRACE_S + 1)
-    [item] = [u for u in runtime.store.unfinished(now=later) if u.job_id == job.id]
+    [item] = [u for u in runtime.journal.sweep(later) if u.job_id == job.id]
     assert item.state is JobState.SUBMITTING
     events = event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id]
     assert [(e["data"]["sequence"], e["data"]["state"]) for e in events] == [(2, "submitting")]
     # The next write of the job publishes nothing twice.
-    runtime.store.update(job.id, lambda j: runtime.deps.event(j, "a note, no change of state", "test"))
+    runtime.journal.update(job.id, lambda j: runtime.journal.event(j, "a note, no change of state", "test"))
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id] == []
 
 

@@ -12,8 +12,9 @@ from azure.core.pipeline import PipelineRequest
 from azure.storage.blob import ContainerClient
 
 from hastegeo.models.job import Job
+from hastegeo.models.moves import record
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.deps import record
+from hastegeo.pipeline.journal import JobJournal, Unfinished
 from hastegeo.store import index
 from hastegeo.store.jobs import JobStore
 from tests.conftest import RuntimeFactory
@@ -54,11 +55,23 @@ class CrashOn:
             raise Crash(f"{http.method} {path}")
 
 
+def journal_of(store: JobStore) -> JobJournal:
+    """The pipeline's write path over ``store``, without events or seats: what retires ended jobs' entries."""
+    return JobJournal(store, clock=lambda: NOW, history_limit=50)
+
+
+def unfinished(store: JobStore, now: datetime | None = None) -> list[Unfinished]:
+    """The reconciler's sweep over ``store``."""
+    return journal_of(store).sweep(now)
+
+
 def move(store: JobStore, job: Job, state: JobState) -> Job:
     for step in PATHS[state]:
-        job = store.update(
-            job.id, lambda j, s=step: record(j, now=NOW, limit=50, message=s.value, source="t", state=s)
-        ).job
+        job = (
+            journal_of(store)
+            .update(job.id, lambda j, s=step: record(j, now=NOW, limit=50, message=s.value, source="t", state=s))
+            .job
+        )
     return job
 
 
@@ -110,7 +123,7 @@ def test_a_state_filter_fills_its_page_past_many_other_jobs(make_runtime: Runtim
     page = store.list("p1", states=frozenset({JobState.RUNNING}), page_size=3)
     assert [j.id for j in page.jobs] == [j.id for j in reversed(running)]
     assert page.continuation_token is None
-    assert {u.job_id for u in store.unfinished()} == {j.id for j in running}
+    assert {u.job_id for u in unfinished(store)} == {j.id for j in running}
 
 
 def test_a_crash_after_the_entries_before_the_document_hides_nothing(make_runtime: RuntimeFactory) -> None:
@@ -122,12 +135,12 @@ def test_a_crash_after_the_entries_before_the_document_hides_nothing(make_runtim
         crashing.create(job)
     assert names(store, "active/p1/")
     assert store.list("p1").jobs == []
-    assert store.unfinished() == []
+    assert unfinished(store) == []
     assert names(store, "active/p1/")  # young: may be a create in flight, so kept
-    assert store.unfinished(now=datetime.now(UTC) + timedelta(hours=1)) == []
+    assert unfinished(store, datetime.now(UTC) + timedelta(hours=1)) == []
     assert names(store, "active/p1/") == []  # old: the create crashed; removed
     assert store.create(job)  # the retried create stands
-    assert [u.job_id for u in store.unfinished()] == [job.id]
+    assert [u.job_id for u in unfinished(store)] == [job.id]
 
 
 def test_a_crash_between_an_ended_document_and_its_entries_is_repaired(make_runtime: RuntimeFactory) -> None:
@@ -137,12 +150,14 @@ def test_a_crash_between_an_ended_document_and_its_entries_is_repaired(make_runt
     crash = CrashOn(lambda method, path: method == "DELETE" and "/active/p1/" in path)
     crashing = JobStore(container_with(store, crash))
     with pytest.raises(Crash):
-        crashing.update(job.id, lambda j: record(j, now=NOW, limit=50, message="x", source="t", state=JobState.FAILED))
+        journal_of(crashing).update(
+            job.id, lambda j: record(j, now=NOW, limit=50, message="x", source="t", state=JobState.FAILED)
+        )
     assert store.get(job.id).state is JobState.FAILED
     assert names(store, "active/p1/")
     assert store.list("p1", states=frozenset({JobState.RUNNING})).jobs == []  # the document is the truth
     assert [j.id for j in store.list("p1", states=frozenset({JobState.FAILED})).jobs] == [job.id]
-    assert store.unfinished() == []  # the reconciler's sweep repairs the index
+    assert unfinished(store) == []  # the reconciler's sweep repairs the index
     assert names(store, "active/p1/") == []
     assert len(names(store, "ended/p1/failed/")) == 1
 
@@ -158,11 +173,13 @@ def test_a_crash_between_an_ended_entry_and_its_document_is_repaired(make_runtim
         )
     assert names(store, "ended/p1/cancelled/")
     assert store.list("p1", states=frozenset({JobState.CANCELLED})).jobs == []
-    assert [u.job_id for u in store.unfinished()] == [job.id]  # still running, still swept
+    assert [u.job_id for u in unfinished(store)] == [job.id]  # still running, still swept
     # The job then ends another way: the stray entry is dropped by the next listing that meets it.
     move_to = JobState.POSTPROCESSING, JobState.SUCCEEDED
     for state in move_to:
-        store.update(job.id, lambda j, s=state: record(j, now=NOW, limit=50, message="x", source="t", state=s))
+        journal_of(store).update(
+            job.id, lambda j, s=state: record(j, now=NOW, limit=50, message="x", source="t", state=s)
+        )
     assert store.list("p1", states=frozenset({JobState.CANCELLED})).jobs == []
     assert names(store, "ended/p1/cancelled/") == []
     assert [j.id for j in store.list("p1", states=frozenset({JobState.SUCCEEDED})).jobs] == [job.id]
@@ -175,7 +192,7 @@ def test_a_repeated_create_at_another_time_leaves_one_listed_job(make_runtime: R
     assert not store.create(again)  # the id is taken; its entries point to the wrong time
     assert [j.id for j in store.list("p1").jobs] == [job.id]
     assert [j.id for j in store.list("p1", states=frozenset({JobState.QUEUED})).jobs] == [job.id]
-    assert len(store.unfinished()) == 1
+    assert len(unfinished(store)) == 1
     assert len(names(store, "active/p1/")) == 1
 
 
@@ -186,10 +203,10 @@ def test_jobs_stored_before_the_index_are_indexed_once(make_runtime: RuntimeFact
     ended = move(store, store_new(store), JobState.FAILED)
     for name in names(store, "active/") + names(store, "ended/"):  # as an older version left them
         store._container.delete_blob(name)
-    assert store.unfinished() == []
+    assert unfinished(store) == []
     runtime.reconcile.run()  # the first sweep of a process indexes what an older version stored
     assert store.backfill_index() is None  # once per container
-    assert [u.job_id for u in store.unfinished()] == [running.id]
+    assert [u.job_id for u in unfinished(store)] == [running.id]
     assert [j.id for j in store.list("p1", states=frozenset({JobState.FAILED})).jobs] == [ended.id]
 
 
@@ -199,7 +216,7 @@ def test_a_document_that_does_not_parse_neither_stops_the_sweep_nor_loses_its_en
     store = make_runtime().store
     broken, fine = store_new(store), store_new(store, created=NOW + timedelta(minutes=1))
     store._container.upload_blob(JobStore.document_name(broken.id), b'{"id": "not a job"}', overwrite=True)
-    assert [u.job_id for u in store.unfinished(now=datetime.now(UTC) + timedelta(hours=1))] == [fine.id]
+    assert [u.job_id for u in unfinished(store, datetime.now(UTC) + timedelta(hours=1))] == [fine.id]
     assert len(names(store, "active/p1/")) == 2  # the broken job's entry is kept for an operator to see
 
 

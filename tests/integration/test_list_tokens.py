@@ -16,13 +16,14 @@ from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.models.history import make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.runtime import build_runtime, get_runtime
+from hastegeo.runtime import get_runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.cursor import TOKEN_MAX_CHARS
 from hastegeo.store.jobs import JobStore
 from hastegeo_dev.devhost.azurite import Azurite
 from tests.integration.test_api import call
 from tests.integration.test_store import new_job
+from tests.support.runtime import development_runtime
 
 pytestmark = pytest.mark.azurite
 
@@ -49,7 +50,7 @@ def seeded(azurite: Azurite, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     token = uuid.uuid4().hex[:10]
     names = {f"HASTE_{kind}_CONTAINER": f"{kind.lower()}-{token}" for kind in ("JOBS", "INPUTS", "OUTPUTS")}
     env = {"AzureWebJobsStorage": azurite.connection_string, "HASTE_LOCAL_ROOT": str(tmp_path_factory.mktemp("l"))}
-    runtime = build_runtime(load_settings({**env, **names}))
+    runtime = development_runtime(load_settings({**env, **names}))
     try:
         return names, seed(runtime.store)
     finally:

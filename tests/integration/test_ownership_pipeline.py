@@ -120,7 +120,7 @@ def test_follow_ons_keep_the_submitter_and_never_inherit_a_foreign_input(make_ru
     parent = runtime.acceptor.accept(request, submitter=ana).job
     runtime.submit.handle(JobMessage(job_id=parent.id, kind="submit"))
     # While it runs, its document gains another project's blob, as an older version could have written it.
-    runtime.store.update(
+    runtime.journal.update(
         parent.id, lambda j: j.model_copy(update={"inputs": [*j.inputs, JobInput(blob="p2/secret.txt")]})
     )
     finished = drive(runtime, parent.id)
@@ -144,7 +144,7 @@ def test_a_follow_on_of_the_parent_is_accepted_while_the_parent_post_processes(m
         parse_request({"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]})
     ).job
     assert parent.submitted_by is None  # an in-process caller that names nobody: nothing is invented
-    runtime.store.update(parent.id, lambda j: j.model_copy(update={"state": JobState.POSTPROCESSING}))
+    runtime.journal.update(parent.id, lambda j: j.model_copy(update={"state": JobState.POSTPROCESSING}))
     child_request = parse_request({"workload": "artifacts", "projectId": "p1", "inputs": [{"jobId": parent.id}]})
     child = runtime.acceptor.accept(child_request, parent=runtime.store.get(parent.id)).job
     assert child.parent_job_id == parent.id

@@ -14,11 +14,12 @@ from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJ
 from hastegeo.compute.router import ComputeRouter
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor, parse_request
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.utils.errors import BackendUnavailableError, ConflictError, TerminalBackendError
 from tests.conftest import RuntimeFactory
 from tests.support.processors import FAIL, ScriptProcessor
+from tests.support.runtime import development_runtime
 
 from .conftest import drive, put_input, request
 
@@ -165,7 +166,7 @@ def test_a_replay_gets_its_job_even_when_routing_now_refuses_the_request(make_ru
 def test_poison_message_fails_the_job_with_the_last_error(make_runtime: RuntimeFactory) -> None:
     runtime = make_runtime()
     job = runtime.acceptor.accept(parse_request(request())).job
-    runtime.store.update(job.id, lambda j: j.model_copy(update={"last_error": "ServerBusy: The server is busy."}))
+    runtime.journal.update(job.id, lambda j: j.model_copy(update={"last_error": "ServerBusy: The server is busy."}))
     runtime.poison.handle(JobMessage(job_id=job.id, kind="submit").encode(), SUBMIT_QUEUE)
     failed = runtime.store.get(job.id)
     assert failed.state is JobState.FAILED
@@ -204,7 +205,7 @@ class LeakyBackend(ComputeBackend):
 
 
 def test_signed_url_in_a_provider_error_is_redacted_in_history(make_runtime: RuntimeFactory) -> None:
-    runtime = build_runtime(make_runtime().settings, factories={"local": LeakyBackend})
+    runtime = development_runtime(make_runtime().settings, factories={"local": LeakyBackend})
     job = runtime.store.get(submit(runtime))
     assert job.state is JobState.FAILED
     document = job.model_dump_json()

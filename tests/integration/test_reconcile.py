@@ -24,12 +24,13 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.reconcile import CHAIN_GRACE_S, ReconcileStep
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ScriptProcessor
+from tests.support.runtime import development_runtime
 
 from .conftest import drive, request
 
@@ -50,7 +51,7 @@ class Clock:
 @pytest.fixture
 def clocked(make_runtime: RuntimeFactory) -> tuple[Runtime, Clock]:
     clock = Clock()
-    runtime = build_runtime(make_runtime().settings, clock=clock)
+    runtime = development_runtime(make_runtime().settings, clock=clock)
     runtime.deps.processors["artifacts"] = ScriptProcessor()
     return runtime, clock
 
@@ -102,9 +103,9 @@ def test_a_deadline_is_not_past_until_it_is_and_never_overrides_an_ending(
     clock.now = max(ending.deadline_at, expiring.deadline_at)
     assert runtime.reconcile.run().expired == []  # at the deadline, not past it
     assert not expire(runtime.deps, expiring, "test")
-    assert runtime.deps.end_job(ending.id, JobState.CANCELLED, "cancelled", source="test", reason=None)
+    assert runtime.journal.end(ending.id, JobState.CANCELLED, "cancelled", source="test", reason=None)
     clock.advance(0.001)
-    with caplog.at_level(logging.INFO, logger="hastegeo.pipeline.deps"):
+    with caplog.at_level(logging.INFO, logger="hastegeo.pipeline.journal"):
         assert not expire(runtime.deps, ending, "test")  # the copy says queued; the store says cancelled
         assert expire(runtime.deps, expiring, "test")
     assert runtime.store.get(ending.id).state is JobState.CANCELLED
@@ -266,7 +267,7 @@ def test_a_provider_job_whose_record_ended_is_cancelled(clocked: tuple[Runtime, 
     runtime, _ = clocked
     job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
     runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
-    runtime.store.update(job.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))  # e.g. failed elsewhere
+    runtime.journal.update(job.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))  # e.g. failed elsewhere
     assert job.id in runtime.reconcile.run().orphans_cancelled
     exit_file = tmp_path / "local" / "jobs" / f"haste-{job.id}" / "state" / "exit.json"
     deadline = time.monotonic() + 15
@@ -293,7 +294,7 @@ def test_a_lost_poll_chain_is_rearmed_and_duplicates_die(clocked: tuple[Runtime,
 def test_a_live_poll_chain_costs_the_sweep_no_message(make_runtime: RuntimeFactory) -> None:
     """Sweeps leave a chain alone while its message is due or just overdue; each poll moves the due time on."""
     clock = Clock()
-    runtime = build_runtime(load_settings({**_env(make_runtime), "HASTE_POLL_INITIAL_S": "40"}), clock=clock)
+    runtime = development_runtime(load_settings({**_env(make_runtime), "HASTE_POLL_INITIAL_S": "40"}), clock=clock)
     runtime.deps.processors["artifacts"] = ScriptProcessor()
     drain(runtime)
     job = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
@@ -308,11 +309,11 @@ def test_a_live_poll_chain_costs_the_sweep_no_message(make_runtime: RuntimeFacto
     runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=bound.poll_seq))  # the chain polls
     polled = runtime.store.get(job.id)
     assert polled.poll_seq == bound.poll_seq + 1
-    assert polled.poll_due_at == clock.now + timedelta(seconds=runtime.deps.poll_delay(polled.poll_seq))
+    assert polled.poll_due_at == clock.now + timedelta(seconds=runtime.deps.chain.delay(polled.poll_seq))
     clock.advance(CHAIN_GRACE_S)
     assert runtime.reconcile.run().rearmed == []
     assert queued_count(runtime, POLL_QUEUE) == poll_messages + 1  # the chain's next message, no other
-    clock.advance(runtime.deps.poll_delay(polled.poll_seq) + 1)  # now overdue past the grace: taken for lost
+    clock.advance(runtime.deps.chain.delay(polled.poll_seq) + 1)  # now overdue past the grace: taken for lost
     assert runtime.reconcile.run().rearmed == [job.id]
     assert runtime.reconcile.run().rearmed == [job.id]  # until a poll moves the chain on
     runtime.cancel.cancel(job.id)
@@ -321,7 +322,7 @@ def test_a_live_poll_chain_costs_the_sweep_no_message(make_runtime: RuntimeFacto
 def test_provider_queue_wait_is_bounded(make_runtime: RuntimeFactory) -> None:
     """A job the provider never starts (no free slot here) fails once it waited longer than its backend's limit."""
     clock = Clock()
-    runtime = build_runtime(
+    runtime = development_runtime(
         load_settings({**_env(make_runtime), "HASTE_LOCAL_SLOTS": "1", "HASTE_LOCAL_QUEUE_LIMIT_S": "60"}), clock=clock
     )
     runtime.deps.processors["artifacts"] = ScriptProcessor()
@@ -386,7 +387,7 @@ def test_a_backend_that_cannot_list_costs_only_its_own_sweep_and_is_logged_once_
 
     orphan = runtime.acceptor.accept(parse_request(request(inputs=[], parameters={"sleep": 30}))).job
     runtime.submit.handle(JobMessage(job_id=orphan.id, kind="submit"))
-    runtime.store.update(orphan.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))
+    runtime.journal.update(orphan.id, lambda j: j.model_copy(update={"state": JobState.FAILED}))
     late = runtime.acceptor.accept(parse_request(request(inputs=[]))).job
     clock.advance(runtime.settings.pipeline.queued_deadline_s + 1)
     caplog.set_level(logging.INFO, logger="hastegeo.pipeline.reconcile")

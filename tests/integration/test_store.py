@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hastegeo.models.history import make_event
+from hastegeo.models.ids import new_job_id
 from hastegeo.models.job import Job
+from hastegeo.models.moves import record
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.deps import new_job_id, record
 from hastegeo.utils.errors import IllegalTransitionError, JobNotFoundError
 from tests.conftest import RuntimeFactory
 

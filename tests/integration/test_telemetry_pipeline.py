@@ -16,11 +16,12 @@ from opentelemetry.trace import SpanKind, StatusCode
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import REENQUEUE_AFTER_S, parse_request
 from hastegeo.pipeline.reconcile import CHAIN_GRACE_S
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry.tracer import TRACER, trace_id_of
 from tests.conftest import RuntimeFactory
 from tests.support.processors import FAIL, ScriptProcessor
+from tests.support.runtime import development_runtime
 from tests.telemetry_support import recording
 
 from .conftest import drive, put_input, request
@@ -137,7 +138,7 @@ def test_the_reconciler_keeps_jobs_in_their_traces_counts_its_findings_and_logs_
     make_runtime: RuntimeFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = Clock()
-    runtime = build_runtime(make_runtime().settings, clock=clock)
+    runtime = development_runtime(make_runtime().settings, clock=clock)
     runtime.deps.processors["artifacts"] = ScriptProcessor()
     sent = sent_messages(runtime)
     caplog.set_level(logging.INFO, logger="hastegeo.pipeline.reconcile")
@@ -171,7 +172,7 @@ def test_the_reconciler_keeps_jobs_in_their_traces_counts_its_findings_and_logs_
 
 def test_a_job_the_reconciler_expires_fails_in_its_own_trace(make_runtime: RuntimeFactory) -> None:
     clock = Clock()
-    runtime = build_runtime(make_runtime().settings, clock=clock)
+    runtime = development_runtime(make_runtime().settings, clock=clock)
     runtime.deps.processors["artifacts"] = ScriptProcessor()
     with recording() as seen:
         late = accept_in_request_span(runtime, inputs=[])

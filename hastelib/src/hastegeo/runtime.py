@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,19 +30,22 @@ from hastegeo.events.eventgrid import EventGridTopic
 from hastegeo.events.publish import EventPublisher
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.admission import Admission, limits_of
-from hastegeo.pipeline.control import CancelStep, PoisonStep
+from hastegeo.pipeline.admission.board import CapacityBoard
+from hastegeo.pipeline.admission.book import AdmissionBook
+from hastegeo.pipeline.cancel import CancelStep
+from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.exits import ExitChannel, ExitHandler
 from hastegeo.pipeline.finish import FinishStep
-from hastegeo.pipeline.follow import FollowStep
+from hastegeo.pipeline.journal import JobJournal
+from hastegeo.pipeline.poison import PoisonStep
+from hastegeo.pipeline.poll import PollStep
 from hastegeo.pipeline.reconcile import ReconcileStep
-from hastegeo.pipeline.rerun import Retrier
+from hastegeo.pipeline.rerun import Rerun
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.processors import PROCESSORS
 from hastegeo.settings import get_settings
-from hastegeo.store.admission import AdmissionBook
-from hastegeo.store.board import CapacityBoard
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, EVENTS_QUEUE, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry import tracer
@@ -81,34 +84,33 @@ API_STORAGE_BUDGET = StorageBudget()
 
 
 @dataclass(frozen=True)
-class ApiParts:
-    """The parts HTTP handlers use: the same pipeline, over storage clients with :class:`StorageBudget`."""
+class Pipeline:
+    """One pipeline over one set of storage clients: the steps, and the parts they share."""
 
-    blobs: BlobServiceClient
-    store: JobStore
-    acceptor: JobAcceptor
-    cancel: CancelStep
-    board: CapacityBoard  # each backend's queue, as the reconciler last saw it
-    retry: Retrier
-
-
-@dataclass(frozen=True)
-class Runtime:
     settings: Settings
     blobs: BlobServiceClient
     queues: QueueSender
-    store: JobStore
-    registry: BackendRegistry
+    store: JobStore  # reads
+    journal: JobJournal  # every change of a job
     deps: PipelineDeps
     acceptor: JobAcceptor
     submit: SubmitStep
-    poll: FollowStep  # the poll queue's step: follows a job, and hands it to finishing once it ended
+    poll: PollStep  # follows a job, and hands it to finishing once it ended
     cancel: CancelStep
     poison: PoisonStep
     upstream: UpstreamStep
     reconcile: ReconcileStep
+    retry: Rerun
+    board: CapacityBoard  # each backend's queue, as the reconciler last saw it
+
+
+@dataclass(frozen=True)
+class Runtime(Pipeline):
+    """The worker's pipeline, with the backends it drives and the API's own pipeline (:class:`StorageBudget`)."""
+
+    registry: BackendRegistry
     submit_limiter: TokenBucket
-    api: ApiParts
+    api: Pipeline
 
 
 def storage_clients(
@@ -165,36 +167,62 @@ def build_runtime(
     factories: dict[str, BackendFactory] | None = None,
     clock: Callable[[], datetime] = utc_now,
     sleep: Callable[[float], None] = time.sleep,
-    ensure_resources: bool = True,
     api_budget: StorageBudget = API_STORAGE_BUDGET,
     inline_exits: bool = False,
 ) -> Runtime:
-    """Wire the pipeline. ``factories`` overrides adapter factories by backend name (tests).
+    """Build the worker's pipeline, the backends it drives, and the API's pipeline over the same backends.
 
-    ``api_budget`` bounds the storage calls HTTP handlers make (:attr:`Runtime.api`).
-    ``inline_exits``: a workload exit the local backend sees is handled in this process at
-    once (:mod:`hastegeo.pipeline.exits`; the Functions app's runtime does this); otherwise
-    it becomes a ``nudge`` message, which a test driving the steps one by one delivers itself.
+    ``factories`` overrides adapter factories by backend name (tests). ``api_budget`` bounds the
+    storage calls HTTP handlers make. ``inline_exits``: a workload exit the local backend sees is
+    handled in this process at once (:mod:`hastegeo.pipeline.exits`; the Functions app's runtime
+    does this); otherwise it becomes a ``nudge`` message, which a test driving the steps one by one
+    delivers itself. Storage resources are not created here: IaC makes them in Azure, and the
+    development stack with :func:`ensure_storage` (ADR 0039).
     """
     configure_telemetry(settings.telemetry.export)  # before any client exists: their calls become spans
     blobs, queue_service = storage_clients(settings)
     queues = QueueSender(queue_service)
-    jobs_container = blobs.get_container_client(settings.storage.jobs_container)
-    if ensure_resources:
-        _ensure(blobs, queues, settings)
-    topic = event_topic(settings)
-    admission = Admission(AdmissionBook(jobs_container), limits_of(settings), queues, clock)  # ADR 0032
-
-    def hand_over(job_id: str) -> None:  # a freed seat's job is submitted by the step that freed it (ADR 0032)
-        submit.handle(JobMessage(job_id=job_id, kind="submit"))
-
-    store = JobStore(jobs_container, publish=admission.releasing(EventPublisher(queues, topic), hand_over))
+    exits = ExitChannel()  # taken by the poll step once it is built (the backends it drives come first)
 
     def nudge(message: JobMessage) -> None:
         queues.send(POLL_QUEUE, message)
 
-    exits = ExitChannel()  # taken by the poll step once it is built (the backends it drives come first)
     notify_exit = exits.post if inline_exits else (lambda job_id: nudge(JobMessage(job_id=job_id, kind="nudge")))
+    registry, router = build_backends(settings, blobs, notify_exit, factories or {}, clock, sleep)
+    service = ExecutionService(registry, blobs)
+    topic = event_topic(settings)
+    worker = build_pipeline(settings, blobs, queues, router=router, service=service, clock=clock, topic=topic)
+    api_blobs, api_queues = storage_clients(settings, api_budget)
+    api = build_pipeline(
+        settings,
+        api_blobs,
+        QueueSender(api_queues),
+        router=router,
+        service=service,
+        clock=clock,
+        topic=topic,
+        read_deadline_s=api_budget.listing_deadline_s,
+    )
+    if inline_exits:
+        ExitHandler(poll=worker.poll.handle, fallback=nudge).serve(exits)
+    parts = {f.name: getattr(worker, f.name) for f in fields(Pipeline)}
+    return Runtime(
+        **parts,
+        registry=registry,
+        submit_limiter=TokenBucket(settings.pipeline.submit_rate_per_s, settings.pipeline.submit_burst),
+        api=api,
+    )
+
+
+def build_backends(
+    settings: Settings,
+    blobs: BlobServiceClient,
+    notify_exit: Callable[[str], None],
+    factories: dict[str, BackendFactory],
+    clock: Callable[[], datetime],
+    sleep: Callable[[float], None],
+) -> tuple[BackendRegistry, ComputeRouter]:
+    """The backends the settings enable (built on first use) and the router that chooses among them."""
     transfer_blobs = transfer_client(blobs)
     contexts = {
         name: BackendContext(
@@ -209,7 +237,7 @@ def build_runtime(
         for name, section in settings.backends.items()
     }
     known = {
-        name: replace(descriptor, factory=(factories or {}).get(name, descriptor.factory))
+        name: replace(descriptor, factory=factories.get(name, descriptor.factory))
         for name, descriptor in descriptors().items()
     }
     registry = BackendRegistry(known.values(), enabled=settings.routing.enabled_backends, contexts=contexts)
@@ -227,56 +255,68 @@ def build_runtime(
     for candidate in router.candidates.values():
         if candidate.takes_nothing_because:  # enabled, yet no job can go there: say so at start-up
             log.warning("backend %s takes no job: %s", candidate.name, candidate.takes_nothing_because)
-    service = ExecutionService(registry, blobs)
+    return registry, router
+
+
+def build_pipeline(
+    settings: Settings,
+    blobs: BlobServiceClient,
+    queues: QueueSender,
+    *,
+    router: ComputeRouter,
+    service: ExecutionService,
+    clock: Callable[[], datetime],
+    topic: EventGridTopic | None,
+    read_deadline_s: float | None = None,
+) -> Pipeline:
+    """One pipeline over ``blobs`` and ``queues``: the worker's, or the API's (whose handlers use a few steps).
+
+    A seat freed by the poll step's writes goes to the next job in turn in that step (``submit.seated``);
+    the API's writes free seats too, and send the jobs that get them as messages (an HTTP request never
+    submits to a provider).
+    """
+    jobs = blobs.get_container_client(settings.storage.jobs_container)
+    admission = Admission(AdmissionBook(jobs), limits_of(settings), queues, clock)  # ADR 0032
+    seats = admission if admission.active else None
+    store = JobStore(jobs, read_deadline_s=read_deadline_s)
+    journal = JobJournal(
+        store,
+        clock=clock,
+        history_limit=settings.pipeline.history_limit,
+        publish=EventPublisher(queues, topic),
+        admission=seats,
+    )
     deps = PipelineDeps(
         settings=settings,
         store=store,
+        journal=journal,
         queues=queues,
+        chain=PollChain(queues, settings.pipeline, clock),
         router=router,
         service=service,
         processors=dict(PROCESSORS),
         clock=clock,
-        admission=admission if admission.active else None,
+        admission=seats,
     )
     acceptor = JobAcceptor(deps)
-    api_blobs, api_queue_service = storage_clients(settings, api_budget)
-    api_queues = QueueSender(api_queue_service)
-    api_deps = replace(
-        deps,
-        store=JobStore(
-            api_blobs.get_container_client(settings.storage.jobs_container),
-            read_deadline_s=api_budget.listing_deadline_s,
-            publish=admission.releasing(EventPublisher(api_queues, topic)),
-        ),
-        queues=api_queues,
-    )
-    poll = FollowStep(deps, FinishStep(deps, acceptor, hand_over))
     submit = SubmitStep(deps)
-    if inline_exits:
-        ExitHandler(poll=poll.handle, fallback=nudge).serve(exits)
-    return Runtime(
+    board = CapacityBoard(jobs)
+    return Pipeline(
         settings=settings,
         blobs=blobs,
         queues=queues,
         store=store,
-        registry=registry,
+        journal=journal,
         deps=deps,
         acceptor=acceptor,
         submit=submit,
-        poll=poll,
+        poll=PollStep(deps, FinishStep(deps, acceptor, submit.seated)),
         cancel=CancelStep(deps),
         poison=PoisonStep(deps),
         upstream=UpstreamStep(deps, acceptor),
-        reconcile=ReconcileStep(deps, CapacityBoard(jobs_container)),
-        submit_limiter=TokenBucket(settings.pipeline.submit_rate_per_s, settings.pipeline.submit_burst),
-        api=ApiParts(
-            blobs=api_blobs,
-            store=api_deps.store,
-            acceptor=(api_acceptor := JobAcceptor(api_deps)),
-            cancel=CancelStep(api_deps),
-            board=CapacityBoard(api_blobs.get_container_client(settings.storage.jobs_container)),
-            retry=Retrier(api_deps, api_acceptor),
-        ),
+        reconcile=ReconcileStep(deps, board),
+        retry=Rerun(deps, acceptor),
+        board=board,
     )
 
 
@@ -291,21 +331,20 @@ def event_topic(settings: Settings) -> EventGridTopic | None:
 
 
 def ensure_storage(settings: Settings) -> None:
-    """Create the containers and queues these settings name (what IaC does in Azure)."""
+    """Create the containers and queues these settings name: what IaC does in Azure, for the development
+    stack and the tests (Azurite starts empty). The deployed app never calls it (ADR 0039)."""
     blobs, queue_service = storage_clients(settings)
     _ensure(blobs, QueueSender(queue_service), settings)
 
 
 def _ensure(blobs: BlobServiceClient, queues: QueueSender, settings: Settings) -> None:
-    """Create containers and queues if missing (IaC creates them in Azure; this serves Azurite)."""
+    """Create containers and queues if missing."""
     storage = settings.storage
     for name in {storage.jobs_container, storage.outputs_container, storage.inputs_container}:
         with contextlib.suppress(ResourceExistsError):
             blobs.create_container(name)
-    for queue in ALL_QUEUES:
-        queues.client(queue)
-        queues.client(queue + POISON_SUFFIX)
-    queues.client(EVENTS_QUEUE)
+    for queue in (*ALL_QUEUES, *(name + POISON_SUFFIX for name in ALL_QUEUES), EVENTS_QUEUE):
+        queues.create(queue)
 
 
 _runtime: Runtime | None = None

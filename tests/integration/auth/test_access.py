@@ -13,7 +13,7 @@ import pytest
 
 import api.http_routes as routes
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
-from hastegeo.runtime import get_runtime, reset_runtime
+from hastegeo.runtime import ensure_storage, get_runtime, reset_runtime
 from hastegeo.settings import get_settings
 from hastegeo_dev.devhost.azurite import Azurite
 
@@ -59,6 +59,7 @@ def api(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: 
     clean_env.setenv("HASTE_PROJECT_GROUPS", f"{GROUP_P2}=p2")
     get_settings.cache_clear()
     reset_runtime()
+    ensure_storage(get_settings())
     yield clean_env
     for adapter in get_runtime().registry.built().values():
         adapter.close()

@@ -21,12 +21,13 @@ from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.runtime import Runtime, build_runtime
+from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.aml_standin import StandInMLClient
 from tests.integration.conftest import put_input, request
+from tests.support.runtime import development_runtime
 
 pytestmark = [
     pytest.mark.azurite,
@@ -88,7 +89,7 @@ def workspace(**limits: str) -> Iterator[Workspace]:
 
     with Azurite(in_memory=True) as azurite:
         settings = load_settings({"AzureWebJobsStorage": azurite.connection_string, **AML, **limits})
-        runtime = build_runtime(settings, factories={"azure_ml": factory}, sleep=lambda _: None)
+        runtime = development_runtime(settings, factories={"azure_ml": factory}, sleep=lambda _: None)
         for project in ("p1", "p2", "pa", "pb"):
             put_input(runtime, f"{project}/a.txt", b"alpha")
         queue = QueueServiceClient.from_connection_string(azurite.connection_string).get_queue_client(SUBMIT_QUEUE)

@@ -93,7 +93,7 @@ def test_the_board_counts_waits_per_backend_and_keeps_the_last_reason() -> None:
 
     from hastegeo.models.job import Job
     from hastegeo.models.states import JobState
-    from hastegeo.pipeline.capacity_board import BackendQueue, summarize
+    from hastegeo.pipeline.admission.board import BackendQueue, summarize
 
     now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hastegeo.compute.fairshare import Book, Limits, Seat, forget, free, take, why_waiting
+from hastegeo.pipeline.admission.fairshare import Book, Limits, Seat, forget, free, take, why_waiting
 from hastegeo.utils.turns import admission_order
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

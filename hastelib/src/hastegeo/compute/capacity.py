@@ -87,3 +87,10 @@ def verdict(backend: str, waited_s: float, limit_s: float, wait: CapacityWait | 
     if wait is not None and wait.blocked:
         return wait_line(backend, waited_s, wait) + " (this cannot clear by itself)"
     return None
+
+
+def limit_reason(project: str, running: int, limit: int, where: str = "") -> str | None:
+    """Why a job of ``project`` waits (``project p1 has 20 of 20 running jobs``), or None under the limit."""
+    if limit > 0 and running >= limit:
+        return f"project {project or '(none)'} has {running} of {limit} running jobs{where}"
+    return None

@@ -10,7 +10,10 @@ copy elsewhere).
 
 from __future__ import annotations
 
+import hashlib
 import re
+import secrets
+import time
 
 ID_BODY = r"[a-z0-9][a-z0-9-]{0,62}"
 """The id as an unanchored regex, to build larger patterns (a URL path, say)."""
@@ -29,3 +32,13 @@ ID_RULE = "1-63 lowercase letters, digits and '-', starting with a letter or dig
 def is_id(value: str) -> bool:
     """True when ``value`` is a whole, valid id."""
     return ID.fullmatch(value) is not None
+
+
+def new_job_id() -> str:
+    """Time-ordered, lowercase, safe as a provider id on every backend."""
+    return f"{time.time_ns() // 1_000_000:011x}{secrets.token_hex(6)}"
+
+
+def keyed_job_id(project_id: str, idempotency_key: str) -> str:
+    """The same project and key always name the same job, which makes a retried POST safe."""
+    return "k" + hashlib.sha256(f"{project_id}\x00{idempotency_key}".encode()).hexdigest()[:22]

@@ -20,11 +20,12 @@ from azure.core.exceptions import AzureError
 from pydantic import BaseModel, ValidationError
 
 from hastegeo.models.history import make_event
+from hastegeo.models.ids import keyed_job_id, new_job_id
 from hastegeo.models.job import Job, JobRequest, Submitter, server_owned_fields_in
 from hastegeo.models.ownership import check_parameter_names, staged_inputs
 from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.deps import PipelineDeps, keyed_job_id, new_job_id
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
@@ -300,7 +301,7 @@ class JobAcceptor:
             retry_of=retry_of,
         )
         tracer.annotate(job)
-        stored = deps.store.create(job)
+        stored = deps.journal.create(job)
         if stored is None:  # an earlier (or concurrent) request with the same key stored it
             return self._replay(deps.store.get(job_id), fingerprint)
         job = stored.job

@@ -11,7 +11,7 @@ import logging
 from hastegeo.models.history import clean_message
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.deps import PipelineDeps, ended_job
+from hastegeo.pipeline.deps import PipelineDeps
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +49,9 @@ def expire(deps: PipelineDeps, job: Job, source: str) -> bool:
         if current.state.terminal or deps.clock() <= current.deadline_at:
             return None
         reason = expiry_reason(current)
-        return deps.event(current, f"failed: {reason}", source, JobState.FAILED, reason=reason)
+        return deps.journal.event(current, f"failed: {reason}", source, JobState.FAILED, reason=reason)
 
-    update = deps.store.update(job.id, change)
-    if update.wrote:
-        ended_job(update.job, "deadline")
+    update = deps.journal.update(job.id, change, reason_class="deadline")
     if update.wrote and update.job.handle is not None:
         deps.cancel_provider(update.job.handle, update.job, "the reconciler's orphan sweep")
     return update.wrote

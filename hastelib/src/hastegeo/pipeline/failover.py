@@ -56,9 +56,9 @@ class Failover:
         def change(current: Job) -> Job | None:
             if current.state is not JobState.RUNNING or current.handle != handle or current.moving is not None:
                 return None
-            return self._deps.event(current, f"{line}; moving to {target}", SOURCE, moving=line)
+            return self._deps.journal.event(current, f"{line}; moving to {target}", SOURCE, moving=line)
 
-        self._deps.store.update(job.id, change, known=version)
+        self._deps.journal.update(job.id, change, known=version)
         return True
 
     def finish(self, job: Job) -> bool:
@@ -68,7 +68,7 @@ class Failover:
         target = self.next_backend(job)
         if target is None:  # the settings changed since it began: nowhere to go now
             reason = job.moving or "its compute did not come"
-            return deps.end_job(
+            return deps.journal.end(
                 job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="provider"
             )
 
@@ -76,7 +76,7 @@ class Failover:
             if current.state is not JobState.RUNNING or current.handle != handle or current.moving is None:
                 return None
             now = deps.clock()
-            return deps.event(
+            return deps.journal.event(
                 current,
                 f"moved from {current.backend} to {target}: its provider job is gone",
                 SOURCE,
@@ -96,7 +96,7 @@ class Failover:
                 deadline_at=now + timedelta(seconds=deps.settings.pipeline.queued_deadline_s),
             )
 
-        update = deps.store.update(job.id, change)
+        update = deps.journal.update(job.id, change)
         if update.wrote and update.job.state is JobState.QUEUED:
             with tracer.within(update.job.trace_parent):
                 deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=job.id, kind="submit"))

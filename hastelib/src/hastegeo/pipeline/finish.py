@@ -1,6 +1,6 @@
 """Finishing a job whose provider job ended: post-process a success, record a failure or a cancellation.
 
-The poll step (:mod:`hastegeo.pipeline.follow`) hands a job here once the provider
+The poll step (:mod:`hastegeo.pipeline.poll`) hands a job here once the provider
 reports its job ended, or when an earlier post-processing did not complete; from
 here the job goes to its end without going back. Post-processing reads the files
 through :class:`~hastegeo.pipeline.outputs.OutputReads` and gets back, as values,
@@ -20,7 +20,7 @@ from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.admission import HandOver
-from hastegeo.pipeline.deps import PipelineDeps, ended_job
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.outputs import OutputReads
 from hastegeo.pipeline.progress import progress_lines, with_workload_lines
 from hastegeo.processors.base import PostprocessError
@@ -44,15 +44,13 @@ class FinishStep:
         deps = self._deps
         job = version.job
         assert job.handle is not None
-        if deps.admission is not None:  # the provider's capacity is free now: the next in turn needs no wait
-            deps.admission.provider_ended(job.id, self._hand_over)
         if status.state is not ComputeState.SUCCEEDED:
             if status.state is ComputeState.CANCELLED:
                 state, line, reason = JobState.CANCELLED, f"cancelled: {status.reason or 'by request'}", status.reason
             else:
                 reason = status.reason or f"the workload failed (exit code {status.exit_code})"
                 state, line = JobState.FAILED, f"failed: {reason}"
-            if deps.end_job(job.id, state, line, source=SOURCE, reason=reason):
+            if deps.journal.end(job.id, state, line, source=SOURCE, reason=reason, hand_over=self._hand_over):
                 self._chain_ended(job, message)
             deps.service.cleanup(job.handle)
             return
@@ -66,9 +64,9 @@ class FinishStep:
             late = late if current.state is JobState.CANCEL_REQUESTED else ""
             if status.detail and status.detail != current.detail:
                 # What happened since the last poll (a preemption, say) still deserves its line.
-                current = deps.event(current, status.detail, SOURCE, at=began)
+                current = deps.journal.event(current, status.detail, SOURCE, at=began)
             line = f"workload finished (exit code {status.exit_code}){late}; post-processing"
-            return deps.event(current, line, SOURCE, JobState.POSTPROCESSING, at=began)
+            return deps.journal.event(current, line, SOURCE, JobState.POSTPROCESSING, at=began)
 
         if self._quick(job):
             # One write for both moves (ADR 0016): a crash before it leaves the job running, and the
@@ -80,7 +78,8 @@ class FinishStep:
             moved = start(current)
             return None if moved is current else moved
 
-        moved = deps.store.update(job.id, moving, known=version)
+        # The write that frees the job's admission seat: the next job in turn is submitted here (ADR 0032).
+        moved = deps.journal.update(job.id, moving, known=version, hand_over=self._hand_over)
         if moved.wrote:  # otherwise another delivery got there first and is finishing it
             meter.workload_ended(job, began)
             self._finish(moved.version, message)
@@ -128,7 +127,15 @@ class FinishStep:
             result = processor.postprocess(job, reads.access, job.handle.output)
         except PostprocessError as exc:
             line = f"post-processing failed: {exc}"
-            ended = deps.end_job(job.id, JobState.FAILED, line, source="postprocess", reason=str(exc), before=start)
+            ended = deps.journal.end(
+                job.id,
+                JobState.FAILED,
+                line,
+                source="postprocess",
+                reason=str(exc),
+                before=start,
+                hand_over=self._hand_over,
+            )
             if ended:
                 self._chain_ended(job, message)
             return ended
@@ -146,14 +153,14 @@ class FinishStep:
             if updated.state is not JobState.POSTPROCESSING:
                 return None
             for line in notes:
-                updated = deps.event(updated, message=line, source="postprocess")
+                updated = deps.journal.event(updated, message=line, source="postprocess")
             limit = deps.settings.pipeline.history_limit
             updated = with_workload_lines(updated, last_lines, now=deps.clock(), limit=limit)  # the running band
             for line in follow_ons:
-                updated = deps.event(updated, message=line, source="postprocess")
+                updated = deps.journal.event(updated, message=line, source="postprocess")
             if note:
-                updated = deps.event(updated, message=f"cleanup skipped: {note}", source="cleanup")
-            return deps.event(
+                updated = deps.journal.event(updated, message=f"cleanup skipped: {note}", source="cleanup")
+            return deps.journal.event(
                 updated,
                 message=f"succeeded with {len(result.outputs)} output(s)",
                 source="postprocess",
@@ -163,9 +170,8 @@ class FinishStep:
                 progress=1.0,
             )
 
-        finished = deps.store.update(job.id, done, known=version)
+        finished = deps.journal.update(job.id, done, known=version, hand_over=self._hand_over)
         if finished.wrote:  # this call wrote the success (another delivery may have)
-            ended_job(finished.job)
             self._chain_ended(finished.job, message)
         return finished.wrote
 

@@ -1,7 +1,8 @@
 """The reconciler (timer ``reconcile``): no job stuck without a deadline, no provider job left behind.
 
 Every run, from the store's active-jobs index (one listing and one read per unfinished
-job, whatever the number of finished ones; ADR 0011), which the listing also repairs:
+job, whatever the number of finished ones; ADR 0011), which the listing also repairs, and
+after the journal finished what a crashed writer left undone (:meth:`JobJournal.sweep`):
 
 - a job past its deadline is failed with the reason, and its provider job cancelled;
 - a job still queued or submitting after a while gets its submit message again
@@ -39,11 +40,10 @@ from azure.core.exceptions import AzureError
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import REENQUEUE_AFTER_S
-from hastegeo.pipeline.capacity_board import summarize
+from hastegeo.pipeline.admission.board import CapacityBoard, summarize
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
-from hastegeo.store.board import CapacityBoard
-from hastegeo.store.jobs import Unfinished
+from hastegeo.pipeline.journal import Unfinished
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
@@ -156,7 +156,7 @@ class ReconcileStep:
                     log.info("reconcile: indexed %d job(s) stored before the state index", backfilled)
                 self._indexed = True
             listed_at = self._deps.clock()
-            unfinished = self._deps.store.unfinished()
+            unfinished = self._deps.journal.sweep()
             if self._deps.admission is not None:  # seats of jobs that ended unseen are freed (ADR 0032)
                 self._deps.admission.repair({item.job_id for item in unfinished}, listed_at)
         except AzureError as exc:  # storage is down: nothing to sweep this run
@@ -188,7 +188,7 @@ class ReconcileStep:
             job = item.job or deps.store.get(item.job_id)
             if not job.state.terminal and chain_quiet(job.poll_due_at, now):
                 with tracer.within(job.trace_parent):  # the re-armed chain continues the job's trace
-                    deps.send_poll(job.id, job.poll_seq, 0)
+                    deps.chain.send(job.id, job.poll_seq, 0)
                 report.rearmed.append(job.id)
 
     def _post_board(self, jobs: list[Job]) -> None:

@@ -41,7 +41,7 @@ def link_retry(job: Job, retry_id: str) -> Job | None:
     return job.model_copy(update={"retries": [*job.retries, retry_id]})
 
 
-class Retrier:
+class Rerun:
     def __init__(self, deps: PipelineDeps, acceptor: JobAcceptor) -> None:
         self._deps = deps
         self._acceptor = acceptor
@@ -69,5 +69,5 @@ class Retrier:
         )
         if accepted.job.retry_of != job.id:
             raise ConflictError("This Idempotency-Key was already used for a different request")
-        self._deps.store.update(job.id, lambda current: link_retry(current, accepted.job.id))
+        self._deps.journal.update(job.id, lambda current: link_retry(current, accepted.job.id))
         return accepted

@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.admission import held
+from hastegeo.pipeline.chain import PendingPoll
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PendingPoll, PipelineDeps
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -38,8 +38,11 @@ class SubmitStep:
     def __init__(self, deps: PipelineDeps) -> None:
         self._deps = deps
 
-    def handle(self, message: JobMessage) -> None:
-        """Raises TransientBackendError (and storage errors) so the host redelivers the message."""
+    def handle(self, message: JobMessage, *, seated: bool = False) -> None:
+        """Raises TransientBackendError (and storage errors) so the host redelivers the message.
+
+        ``seated``: the job was just given its admission seat (:meth:`seated`), so it does not ask again.
+        """
         with self._deps.step("submit", message) as version:
             if version is None:
                 log.warning(
@@ -48,9 +51,13 @@ class SubmitStep:
                     extra=job_fields(job_id=message.job_id),
                 )
                 return
-            self._handle(version)
+            self._handle(version, seated)
 
-    def _handle(self, version: Versioned) -> None:
+    def seated(self, job_id: str) -> None:
+        """Submit job ``job_id`` now: the write that freed a seat gave it this job (the journal's hand-over)."""
+        self.handle(JobMessage(job_id=job_id, kind="submit"), seated=True)
+
+    def _handle(self, version: Versioned, seated: bool) -> None:
         deps = self._deps
         job = version.job
         tracer.annotate(job)
@@ -60,13 +67,13 @@ class SubmitStep:
             self._arm_poll(job)
             return
         if job.state is JobState.CANCEL_REQUESTED:
-            deps.end_job(
+            deps.journal.end(
                 job.id, JobState.CANCELLED, "cancelled before it was submitted", source=SOURCE, reason="cancelled"
             )
             return
         if expire(deps, job, SOURCE):
             return
-        if held(deps, version, SOURCE):  # its project is at a limit, or its backend full: it waits (ADR 0032)
+        if not seated and self._held(version):  # its project is at a limit, or its backend full (ADR 0032)
             return
 
         # No write before the provider's submit: a crash after it leaves the job queued, the message
@@ -81,20 +88,20 @@ class SubmitStep:
             handle = deps.service.submit(job.backend, spec)
         except TransientBackendError as exc:
             cause = describe_exception(exc)
-            deps.store.update(job.id, lambda j: self._failed_attempt(j, attempt, cause), known=version)
+            deps.journal.update(job.id, lambda j: self._failed_attempt(j, attempt, cause), known=version)
             raise
         except HasteError as exc:
             cause = describe_exception(exc)
             line = f"could not be submitted to {job.backend}: {cause}"
             kind: ReasonClass = "validation" if isinstance(exc, InvalidJobError) else "provider"
-            deps.end_job(job.id, JobState.FAILED, line, source=SOURCE, reason=cause, reason_class=kind)
+            deps.journal.end(job.id, JobState.FAILED, line, source=SOURCE, reason=cause, reason_class=kind)
             return
 
         # The chain's first message goes before the handle is stored, so that write can name it and
         # whoever ends the job first can delete it. It waits out the poll delay; one that still
         # arrives before the handle is stored sends itself again (see the poll step).
         pending = self._arm_poll(job)
-        bound = deps.store.update(job.id, lambda j: self._bind(j, handle, pending, started, attempt), known=version)
+        bound = deps.journal.update(job.id, lambda j: self._bind(j, handle, pending, started, attempt), known=version)
         job = bound.job
         if bound.wrote:
             meter.job_started(job)
@@ -106,11 +113,29 @@ class SubmitStep:
         if job.state is JobState.CANCEL_REQUESTED:
             deps.cancel_provider(handle, job, "the poll step")
 
+    def _held(self, version: Versioned) -> bool:
+        """Whether the job must wait for a seat; its history then says why, once per reason."""
+        deps = self._deps
+        if deps.admission is None:
+            return False
+        job = version.job
+        reason = deps.admission.seat(job.id, job.project_id, job.backend)
+        if reason is None:
+            return False
+
+        def change(job: Job) -> Job | None:
+            if job.state is not JobState.QUEUED or job.handle is not None or job.waiting_for_compute == reason:
+                return None
+            return deps.journal.event(job, f"waiting: {reason}", SOURCE, waiting_for_compute=reason)
+
+        deps.journal.update(job.id, change, known=version)
+        return True
+
     def _failed_attempt(self, job: Job, attempt: int, cause: str) -> Job | None:
         """A transient failure, with the attempt's count (no write before the attempt recorded it)."""
         if job.state.terminal or job.handle is not None:
             return None  # ended, or another delivery bound it meanwhile
-        return self._deps.event(
+        return self._deps.journal.event(
             job,
             message=f"submit attempt {attempt} on {job.backend} failed, will retry: {cause}",
             source=SOURCE,
@@ -128,7 +153,7 @@ class SubmitStep:
         deps = self._deps
         if job.state is JobState.QUEUED:
             attempt = max(attempt, job.attempts.submit + 1)  # a failed attempt recorded meanwhile counts
-            job = deps.event(
+            job = deps.journal.event(
                 job,
                 message=f"submitting to {job.backend}" + (f" (attempt {attempt})" if attempt > 1 else ""),
                 source=SOURCE,
@@ -143,7 +168,7 @@ class SubmitStep:
         # of its own carry it in the "notes" id.
         notes = handle.notes or handle.provider_ids.get("notes")
         target = JobState.RUNNING if job.state is JobState.SUBMITTING else None
-        return deps.event(
+        return deps.journal.event(
             job,
             message=f"submitted to {handle.backend} ({ids})" + (f"; {notes}" if notes else ""),
             source=SOURCE,
@@ -156,4 +181,4 @@ class SubmitStep:
         )
 
     def _arm_poll(self, job: Job) -> PendingPoll:
-        return self._deps.send_poll(job.id, job.poll_seq, self._deps.poll_delay(0))
+        return self._deps.chain.send(job.id, job.poll_seq, self._deps.chain.delay(0))

@@ -76,6 +76,11 @@ def entry_names(job: Job) -> tuple[str, str]:
 def state_entry(project_id: str, state: JobState, key: str) -> str:
     if state.terminal:
         return f"{ENDED}{project_id}/{state.value}/{key}"
+    return active_entry(project_id, key)
+
+
+def active_entry(project_id: str, key: str) -> str:
+    """The entry that keeps a job in the reconciler's sweep until it has ended and been retired."""
     return f"{ACTIVE}{project_id}/{key}"
 
 

@@ -42,7 +42,6 @@ from azure.core.exceptions import AzureError, ResourceExistsError, ResourceModif
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from hastegeo.models import changes
-from hastegeo.models.changes import StateChange
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.store import cursor, index
@@ -60,13 +59,6 @@ SCAN_LIMIT = 1000
 # An index entry without its document may belong to a create still in flight; past this
 # age it belongs to a create that crashed, and readers delete it.
 ORPHAN_ENTRY_GRACE_S = 600.0
-# A state change whose event is still unpublished this long after it was stored was not published by
-# its writer (a crash, an outage): the reconciler's sweep publishes it (ADR 0024). Younger ones are
-# left to their writer, which is publishing them right now.
-PUBLISH_GRACE_S = 60.0
-
-# Publishes the events of a job's state changes (hastegeo.events); raises AzureError when it could not.
-Publish = Callable[[Job, list[StateChange]], None]
 
 
 class Versioned(NamedTuple):
@@ -83,11 +75,18 @@ class Update:
     ``wrote`` is False when the change said "nothing to do" for the current document
     (another writer may have made the move first); callers branch on it instead of
     keeping flags inside the change function, which may run more than once.
+    ``previous`` is the state the write moved the job from (the job's state when nothing was written).
     """
 
     job: Job
     etag: str
     wrote: bool
+    previous: JobState
+
+    @property
+    def ended(self) -> bool:
+        """This write moved the job to a terminal state."""
+        return self.wrote and self.job.state.terminal and not self.previous.terminal
 
     @property
     def version(self) -> Versioned:
@@ -99,17 +98,6 @@ class _Unreadable:
 
 
 _UNREADABLE = _Unreadable()
-
-
-@dataclass(frozen=True)
-class Unfinished:
-    """What the reconciler needs to know about an unfinished job (read from its document)."""
-
-    job_id: str
-    state: JobState | None
-    deadline_at: datetime | None
-    updated_at: datetime | None
-    job: Job | None = None  # the document, when the listing read it
 
 
 @dataclass(frozen=True)
@@ -125,15 +113,9 @@ class JobStore:
         *,
         max_attempts: int = 20,
         read_deadline_s: float | None = None,
-        publish: Publish | None = None,
     ) -> None:
-        """``read_deadline_s`` bounds the parallel document reads of one listing (TimeoutError past it).
-
-        ``publish`` sends the job events of the state changes this store writes (ADR 0024);
-        without it, changes are numbered and left for a store that has one.
-        """
+        """``read_deadline_s`` bounds the parallel document reads of one listing (TimeoutError past it)."""
         self._container = container
-        self._publish = publish
         self._max_attempts = max_attempts
         self._read_deadline_s = read_deadline_s
         self._lister = ThreadPoolExecutor(max_workers=8, thread_name_prefix="job-list")
@@ -144,13 +126,9 @@ class JobStore:
     def document_name(job_id: str) -> str:
         return f"jobs/{job_id}.json"
 
-    @staticmethod
-    def index_name(project_id: str, created_at: datetime, job_id: str) -> str:
-        return f"{index.ALL}{project_id}/{index.sort_key(cursor.Position(index.created_ms(created_at), job_id))}"
-
     def create(self, job: Job) -> Versioned | None:
-        """Store a new job and its index entries: the job as stored (its first event published), or None
-        when a job with this id exists.
+        """Store a new job and its index entries: the job as stored (its first state change numbered, for
+        its event), or None when a job with this id exists.
 
         The entries go first (in parallel): a crash before the document leaves entries that
         readers skip and delete, never a job that neither the listing nor the reconciler
@@ -167,7 +145,7 @@ class JobStore:
             )
         except ResourceExistsError:
             return None  # entries at another position than the stored job's are deleted by readers
-        return self.publish_pending(Versioned(job, str(result["etag"])))
+        return Versioned(job, str(result["etag"]))
 
     def get(self, job_id: str) -> Job:
         """Raises JobNotFoundError."""
@@ -187,16 +165,6 @@ class JobStore:
         return self._read(job_id)
 
     def update(self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None = None) -> Update:
-        """Apply ``change`` to the stored job with optimistic concurrency (see :meth:`_update`).
-
-        The events of the state changes the write stored are published before this returns
-        (:meth:`publish_pending`); the result is the job as stored after that.
-        """
-        return self._update(job_id, change, known=known, publish=True)
-
-    def _update(
-        self, job_id: str, change: Callable[[Job], Job | None], *, known: Versioned | None, publish: bool
-    ) -> Update:
         """Apply ``change`` to the stored job with optimistic concurrency.
 
         ``change`` gets the current job and returns the new one, or None for
@@ -211,7 +179,8 @@ class JobStore:
             ConflictError: the document kept changing for ``max_attempts`` tries.
 
         A move to a terminal state writes the job's ``ended/<state>`` entry before the
-        document and deletes its ``active/`` entry after it (see the module docstring).
+        document; its ``active/`` entry stays until :meth:`retire` (once the job's events
+        are out: the pipeline's journal), so the reconciler's sweep still finds the job.
         """
         ended: set[JobState] = set()  # ended entries this call wrote
         for attempt in range(self._max_attempts):
@@ -219,7 +188,7 @@ class JobStore:
             updated = change(current)
             if updated is None:
                 self._drop_ended(current, ended)
-                return Update(current, etag, wrote=False)
+                return Update(current, etag, wrote=False, previous=current.state)
             updated = changes.stamp(current, updated)
             ending = updated.state.terminal and not current.state.terminal
             if ending and updated.state not in ended:
@@ -236,61 +205,9 @@ class JobStore:
                 )
             except ResourceModifiedError:
                 continue
-            stored = Versioned(updated, str(result["etag"]))
-            if ending:
-                # The ending write's record is its active entry going (ADR 0024, addendum): the entry keeps the
-                # job in the reconciler's sweep until its events are out, so no second write records them.
-                if self._publish_events(updated) if publish else not self._unpublished(updated):
-                    self._delete_entry(self._state_entry(current))
-            elif publish and not current.state.terminal:
-                # An ended job's events are its sweep's to publish while its active entry remains.
-                stored = self.publish_pending(stored)
             self._drop_ended(updated, ended)
-            return Update(stored.job, stored.etag, wrote=True)
+            return Update(updated, str(result["etag"]), wrote=True, previous=current.state)
         raise ConflictError(f"Job {job_id} changed too often to update; try again")
-
-    def publish_pending(self, version: Versioned) -> Versioned:
-        """Publish the events of the job's stored state changes not yet published, then record that they were.
-
-        At least once: the record is a second, ETag-checked write after the events went out,
-        so a crash between the two publishes them again later (the events' ids say so). A
-        publication that fails is logged and left to the reconciler's sweep (:meth:`unfinished`),
-        never raised: the change is stored, and the step that stored it has done its work.
-        Returns the version as stored now. The write that ends a job records its events
-        differently (:meth:`_update`): by deleting its ``active/`` entry, which it does anyway.
-        """
-        job = version.job
-        waiting = changes.pending(job)
-        if self._publish is None or not waiting or not self._publish_events(job):
-            return version
-        last = waiting[-1].seq
-        try:
-            marked = self._update(job.id, lambda j: changes.mark_published(j, last), known=version, publish=False)
-        except (AzureError, ConflictError) as exc:
-            log.info("job %s: events up to %d published, not recorded (%s)", job.id, last, type(exc).__name__)
-            return version
-        return marked.version
-
-    def _publish_events(self, job: Job) -> bool:
-        """Publish the job's pending events, without recording it; False when they could not be (logged)."""
-        waiting = changes.pending(job)
-        if self._publish is None or not waiting:
-            return True
-        try:
-            self._publish(job, waiting)
-        except AzureError as exc:
-            log.warning(
-                "job %s: events %d-%d not published (%s); the reconciler publishes them",
-                job.id,
-                waiting[0].seq,
-                waiting[-1].seq,
-                type(exc).__name__,
-            )
-            return False
-        return True
-
-    def _unpublished(self, job: Job) -> bool:
-        return self._publish is not None and bool(changes.pending(job))
 
     def list(
         self,
@@ -390,16 +307,14 @@ class JobStore:
                 self._token_key = self._container.download_blob(_TOKEN_KEY_BLOB).readall()
             return self._token_key
 
-    def unfinished(self, now: datetime | None = None) -> builtins.list[Unfinished]:
-        """Every job not yet in a terminal state: the ``active/`` entries and their documents.
+    def active(self, now: datetime | None = None) -> builtins.list[Job]:
+        """The jobs behind the ``active/`` entries: every unfinished job, and ended jobs not yet retired.
 
-        Costs one listing of the active entries and one read per unfinished job, however
-        many jobs have ended. Publishes the events of state changes whose writer did not
-        (ADR 0024): a job, ended or not, keeps its ``active/`` entry until they are out.
-        Repairs what a crash left behind (ADR 0011): an entry whose
-        job has ended gets its ``ended`` entry made sure of and is deleted; an entry at
-        another position than its document, or without a document for longer than
-        :data:`ORPHAN_ENTRY_GRACE_S`, is deleted.
+        Costs one listing of the active entries and one read per job listed, however many
+        jobs have ended. An ended job keeps its entry until :meth:`retire` (its events are
+        out first: the pipeline's journal decides). Repairs what a crash left behind
+        (ADR 0011): an entry at another position than its document, or without a document
+        for longer than :data:`ORPHAN_ENTRY_GRACE_S`, is deleted.
         """
         now = now or datetime.now(UTC)
         entries = [
@@ -418,36 +333,21 @@ class JobStore:
             if isinstance(job, _Unreadable):
                 continue  # logged; its entries stay until the document can be read
             if job is not None and index.matches(entry, job, index.project_of_active(entry.name), None):
-                unpublished = self._catch_up(job, now)
-                if not job.state.terminal:
-                    found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))
-                    continue
-                if unpublished:
-                    continue  # the entry keeps the job in the sweep until its events are out
-                self._put_entry(self._state_entry(job))  # written before the document; made sure of
-            if index.stale(entry, job, now, ORPHAN_ENTRY_GRACE_S):
+                found.append(job)
+            elif index.stale(entry, job, now, ORPHAN_ENTRY_GRACE_S):
                 log.info("index: removing stale entry %s", entry.name)
                 self._delete_entry(entry.name, etag=entry.etag)
         return found
 
-    def _catch_up(self, job: Job, now: datetime) -> bool:
-        """Publish the job's unpublished events once its writer had time to (:data:`PUBLISH_GRACE_S`).
-
-        Returns True while some remain unpublished. Any later write of an unfinished job publishes
-        them too, so only a job that stopped changing waits for this sweep. An ended job's events
-        are not recorded in its document: the caller deleting its active entry is the record.
+    def retire(self, job: Job, *, repair: bool = False) -> None:
+        """Delete the ``active/`` entry of a job that has ended; with ``repair``, make sure of its ``ended/``
+        entry first (the ending write made it, unless a crash came before the document).
         """
-        if not self._unpublished(job):
-            return False
-        if (now - job.updated_at).total_seconds() < PUBLISH_GRACE_S:
-            return True
-        try:
-            latest = self._read(job.id)
-        except JobNotFoundError:
-            return False
-        if latest.job.state.terminal:  # recorded by the caller deleting its active entry
-            return not self._publish_events(latest.job)
-        return self._unpublished(self.publish_pending(latest).job)
+        if not job.state.terminal:
+            raise ValueError(f"job {job.id} is {job.state.value}: only an ended job leaves the active index")
+        if repair:
+            self._put_entry(self._state_entry(job))
+        self._delete_entry(index.active_entry(job.project_id, index.sort_key(index.position_of(job))))
 
     def backfill_index(self) -> int | None:
         """Give jobs stored before the state index (ADR 0011) their entries, once per container.

@@ -90,12 +90,14 @@ class QueueSender:
     def client(self, queue: str) -> QueueClient:
         with self._lock:
             client = self._clients.get(queue)
-            if client is None:
-                client = self._service.get_queue_client(queue)
-                with contextlib.suppress(ResourceExistsError):
-                    client.create_queue()
-                self._clients[queue] = client
+            if client is None:  # the queue exists: IaC made it (ensure_storage, for the development stack)
+                client = self._clients[queue] = self._service.get_queue_client(queue)
             return client
+
+    def create(self, queue: str) -> None:
+        """Create ``queue`` unless it exists (the development stack's :func:`hastegeo.runtime.ensure_storage`)."""
+        with contextlib.suppress(ResourceExistsError):
+            self.client(queue).create_queue()
 
     def send(self, queue: str, message: JobMessage, delay_s: float = 0) -> QueuedMessage | None:
         """Send ``message``, visible after ``delay_s``. Returns what :meth:`delete` needs (None: not known)."""

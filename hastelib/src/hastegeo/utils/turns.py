@@ -5,7 +5,7 @@ project with the fewest jobs running (counting the slots given out in this
 round), and within a project to its oldest waiting job. Two admissions share
 it: the local node's (every local job's process imports the node, so this
 module loads nothing beyond the standard library) and the pipeline's, which
-holds jobs back before they reach a provider (:mod:`hastegeo.compute.fairshare`).
+holds jobs back before they reach a provider (:mod:`hastegeo.pipeline.admission.fairshare`).
 """
 
 from __future__ import annotations

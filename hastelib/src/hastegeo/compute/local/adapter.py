@@ -39,7 +39,7 @@ from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 
-from hastegeo.compute.capacity import CapacityWait
+from hastegeo.compute.capacity import CapacityWait, limit_reason
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
     BlobLocation,
@@ -51,7 +51,6 @@ from hastegeo.compute.contract import (
     InputFile,
     OutputRead,
 )
-from hastegeo.compute.fairshare import limit_reason
 from hastegeo.compute.local.settings import LocalSettings
 from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
 from hastegeo.compute.tail import TAIL_BYTES, with_stderr

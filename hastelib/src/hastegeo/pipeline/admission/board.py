@@ -1,25 +1,31 @@
-"""What each backend's queue looks like: jobs waiting for compute, the oldest wait, the last reason. Pure.
+"""The capacity board: each backend's queue (jobs waiting for compute, the oldest wait, the last reason).
 
 The reconciler reads every unfinished job each pass anyway; from those
 documents :func:`summarize` counts, per backend, the jobs still waiting (not
 submitted yet, or submitted and not started by the provider) and keeps the
 newest capacity reason a job recorded (``Job.waiting_for_compute``). The
-result is one small document (:class:`hastegeo.store.board.CapacityBoard`)
-that ``GET /api/backends`` reads in one call, whatever the number of jobs.
+result (pure: :func:`summarize`) is one small document in the jobs container
+(:class:`CapacityBoard`) that ``GET /api/backends`` reads in one call, whatever the number of jobs.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from azure.core.exceptions import AzureError, ResourceNotFoundError
+from azure.storage.blob import ContainerClient
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 
+log = logging.getLogger(__name__)
 NOT_STARTED = frozenset({JobState.QUEUED, JobState.SUBMITTING})
+BOARD_BLOB = "capacity/board.json"
 
 
 class BackendQueue(BaseModel):
@@ -69,3 +75,27 @@ def summarize(jobs: Iterable[Job], now: datetime, previous: Mapping[str, Backend
         )
         for name in sorted({*counts, *reasons})
     }
+
+
+_BOARD = TypeAdapter(dict[str, BackendQueue])
+
+
+class CapacityBoard:
+    def __init__(self, container: ContainerClient) -> None:
+        self._container = container
+
+    def read(self) -> dict[str, BackendQueue]:
+        """The board as last written; empty when there is none yet or it cannot be read (it is a view only)."""
+        try:
+            data = self._container.download_blob(BOARD_BLOB).readall()
+            return _BOARD.validate_json(data)
+        except ResourceNotFoundError:
+            return {}
+        except (AzureError, ValidationError) as exc:
+            log.warning("capacity board not readable: %s", type(exc).__name__)
+            return {}
+
+    def write(self, board: dict[str, BackendQueue]) -> None:
+        """Replace the board (last writer wins: every reconciler pass computes it whole)."""
+        body = {name: queue.model_dump(mode="json", by_alias=True) for name, queue in board.items()}
+        self._container.upload_blob(BOARD_BLOB, json.dumps(body, sort_keys=True).encode(), overwrite=True)

@@ -14,8 +14,8 @@ may run on one backend, and across all backends.
 The book holds job ids, never counts: taking a seat twice, or freeing one
 twice, changes nothing, and a seat whose job has ended is found by comparing
 the book with the unfinished jobs (:func:`forget`), so nothing drifts without
-repair. The store keeps the book in one document changed by ETag
-(:mod:`hastegeo.store.admission`).
+repair. The book is one document changed by ETag
+(:mod:`hastegeo.pipeline.admission.book`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from hastegeo.compute.capacity import limit_reason
 from hastegeo.utils.turns import admission_order
 
 
@@ -65,13 +66,6 @@ class Book:
 
     def on(self, backend: str) -> int:
         return sum(1 for s in self.holding.values() if s.backend == backend)
-
-
-def limit_reason(project: str, running: int, limit: int, where: str = "") -> str | None:
-    """Why a job of ``project`` waits (``project p1 has 20 of 20 running jobs``), or None under the limit."""
-    if limit > 0 and running >= limit:
-        return f"project {project or '(none)'} has {running} of {limit} running jobs{where}"
-    return None
 
 
 def why_waiting(book: Book, seat: Seat, limits: Limits) -> str | None:

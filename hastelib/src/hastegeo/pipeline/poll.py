@@ -21,8 +21,9 @@ from hastegeo.compute import capacity
 from hastegeo.compute.contract import ComputeState, ComputeStatus
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
+from hastegeo.pipeline.chain import PendingPoll
 from hastegeo.pipeline.deadlines import expire
-from hastegeo.pipeline.deps import PendingPoll, PipelineDeps
+from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.failover import Failover
 from hastegeo.pipeline.finish import FinishStep
 from hastegeo.pipeline.progress import progress_lines, with_workload_lines
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 SOURCE = "poll"
 
 
-class FollowStep:
+class PollStep:
     def __init__(self, deps: PipelineDeps, finish: FinishStep) -> None:
         self._deps = deps
         self._failover = Failover(deps)
@@ -60,7 +61,7 @@ class FollowStep:
                 # The submit step sends the chain's first message just before it stores the handle (a
                 # queued job stays queued until that write); the write is late (or its step is being
                 # retried). The chain waits for it.
-                deps.queues.send(POLL_QUEUE, message, deps.poll_delay(0))
+                deps.queues.send(POLL_QUEUE, message, deps.chain.delay(0))
             return
         if job.state is JobState.POSTPROCESSING:
             self._finish.resume(version, message)  # an earlier post-processing attempt did not complete
@@ -72,7 +73,7 @@ class FollowStep:
             status = deps.service.status(job.handle)
         except TerminalBackendError as exc:
             reason = f"lost track of the provider job: {describe_exception(exc)}"
-            deps.end_job(
+            deps.journal.end(
                 job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="provider"
             )
             return
@@ -111,7 +112,7 @@ class FollowStep:
             return True
         deps.cancel_provider(job.handle, job, "the reconciler's orphan sweep")
         kind: ReasonClass = "deadline" if waited > limit else "provider"
-        deps.end_job(job.id, JobState.FAILED, f"failed: {line}", source=SOURCE, reason=line, reason_class=kind)
+        deps.journal.end(job.id, JobState.FAILED, f"failed: {line}", source=SOURCE, reason=line, reason_class=kind)
         return True
 
     def _leave(self, version: Versioned, status: ComputeStatus, chain: bool) -> None:
@@ -164,12 +165,12 @@ class FollowStep:
             limit = deps.settings.pipeline.history_limit
             updated = with_workload_lines(current, fresh, now=deps.clock(), limit=limit)
             if changed:
-                updated = deps.event(updated, message=note, source=SOURCE)
+                updated = deps.journal.event(updated, message=note, source=SOURCE)
             if fresh:
                 updates["progress_offset"] = current.progress_offset + consumed
             return updated.model_copy(update=updates)
 
-        deps.store.update(job.id, change, known=version)
+        deps.journal.update(job.id, change, known=version)
         if status.state is ComputeState.RUNNING and job.detail in (None, "waiting to start") and note != job.detail:
             meter.provider_started(job, deps.clock())  # the first poll that sees it run
 
@@ -189,13 +190,13 @@ class FollowStep:
                 updates.update(pending.fields() if pending else {})
             if current.last_error == message:
                 return current.model_copy(update=updates)
-            return deps.event(current, message=message, source=SOURCE, **updates)
+            return deps.journal.event(current, message=message, source=SOURCE, **updates)
 
-        deps.store.update(job.id, change, known=version)
+        deps.journal.update(job.id, change, known=version)
 
     def _next_poll(self, job: Job, chain: bool) -> PendingPoll | None:
         """Extend the chain (a chain message only), before the write that advances it names the new message."""
         if not chain:
             return None
         seq = job.poll_seq + 1
-        return self._deps.send_poll(job.id, seq, self._deps.poll_delay(seq))
+        return self._deps.chain.send(job.id, seq, self._deps.chain.delay(seq))

@@ -1,7 +1,7 @@
 """The admission book: one document in the jobs container, changed only by ETag (ADR 0032).
 
 Every change reads the book with its ETag, applies a pure function
-(:mod:`hastegeo.compute.fairshare`) and writes it back ``If-Match``; when
+(:mod:`~hastegeo.pipeline.admission.fairshare`) and writes it back ``If-Match``; when
 another writer got there first (HTTP 412), or created it first, the change runs
 again on the fresh book, as :meth:`hastegeo.store.jobs.JobStore.update` does for
 a job. The book holds job ids, so running a change twice is harmless.
@@ -18,7 +18,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient, ContentSettings
 
-from hastegeo.compute.fairshare import Book, Seat
+from hastegeo.pipeline.admission.fairshare import Book, Seat
 from hastegeo.utils.errors import ConflictError
 
 BOOK_BLOB = "admission/book.json"

@@ -1,0 +1,289 @@
+"""The job journal: every change of a job's state goes through here, in one order, in plain sight.
+
+A step hands the journal a *change*: a pure function of the stored job that returns
+the job it should become, or None for "nothing to do" (it may run more than once).
+The journal then does, in this order and nothing else:
+
+1. **the write**: the store's ETag-checked write of the document and its index
+   entries (:meth:`hastegeo.store.jobs.JobStore.update`). Nothing below happens for a
+   change that was not stored.
+2. **the events** of the state changes that write stored (ADR 0024), then their
+   record: a second write marks them published on a job still unfinished; for a job
+   that ended, its ``active/`` index entry goes (:meth:`JobStore.retire`).
+3. **the seat**: a write that moved the job out of the states that hold an admission
+   seat (to post-processing, to an end, or back to ``queued`` for another backend)
+   frees it (ADR 0032). This is the one place a seat is freed.
+4. **the hand-over**: the jobs that got the freed seats go to the caller's
+   ``hand_over`` (the poll step submits them itself) or get a submit message.
+5. **the end**: a write that ended the job is counted, traced and logged, once.
+
+Crash windows, and who repairs each:
+
+- after 1, before 2: the change is stored and its events are not sent. The job keeps its
+  ``active/`` entry, and the reconciler's sweep (:meth:`JobJournal.sweep`) publishes the
+  events of a change older than :data:`PUBLISH_GRACE_S`; any later write of the job does too.
+- after 2, before its record: the events go out again later (at least once; their ids say so).
+- after 2, before 3: the seat stays taken. The job's next move frees it (post-processing,
+  then its end), and the reconciler's repair frees the seats of jobs that have ended.
+  Meanwhile a project may count one seat more than it runs, never one less.
+- after 3, before 4: a job holds a seat and has no submit message. The reconciler sends
+  it again (it re-sends the submit message of every queued job gone quiet).
+
+The store stores (ETag writes and index entries); what a change *means* for events,
+seats and metrics is decided here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from azure.core.exceptions import AzureError
+
+from hastegeo.models import changes
+from hastegeo.models.changes import StateChange
+from hastegeo.models.job import Job
+from hastegeo.models.moves import record
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.admission import Admission, HandOver
+from hastegeo.store.jobs import JobStore, Update, Versioned
+from hastegeo.telemetry import meter, tracer
+from hastegeo.telemetry.logs import job_fields
+from hastegeo.telemetry.meter import ReasonClass
+from hastegeo.utils.errors import ConflictError, JobNotFoundError
+
+log = logging.getLogger(__name__)
+
+# Publishes the events of a job's state changes (hastegeo.events); raises AzureError when it could not.
+Publish = Callable[[Job, list[StateChange]], None]
+Change = Callable[[Job], Job | None]
+# A state change whose event is still unpublished this long after it was stored was not published by
+# its writer (a crash, an outage): the reconciler's sweep publishes it (ADR 0024). Younger ones are
+# left to their writer, which is publishing them right now.
+PUBLISH_GRACE_S = 60.0
+# The states in which a job holds its admission seat (ADR 0032): from the submission until its
+# provider's job ended. Leaving them frees it.
+HOLDS_SEAT = frozenset({JobState.SUBMITTING, JobState.RUNNING, JobState.CANCEL_REQUESTED})
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """What the reconciler needs to know about an unfinished job (read from its document)."""
+
+    job_id: str
+    state: JobState | None
+    deadline_at: datetime | None
+    updated_at: datetime | None
+    job: Job | None = None  # the document, when the sweep read it
+
+
+class JobJournal:
+    def __init__(
+        self,
+        store: JobStore,
+        *,
+        clock: Callable[[], datetime],
+        history_limit: int,
+        publish: Publish | None = None,
+        admission: Admission | None = None,
+    ) -> None:
+        """``publish`` sends job events (none: changes are numbered and left for a journal that has one);
+        ``admission`` frees seats (none: no limits are set)."""
+        self.store = store
+        self._clock = clock
+        self._history_limit = history_limit
+        self._publish = publish
+        self._admission = admission
+
+    # -- a change, as a value ------------------------------------------------------------
+
+    def event(
+        self,
+        job: Job,
+        message: str,
+        source: str,
+        state: JobState | None = None,
+        *,
+        at: datetime | None = None,
+        **fields: Any,
+    ) -> Job:
+        """``job`` moved to ``state`` (checked by the state machine) with one history event, at ``at`` or now.
+
+        Pure: the value a change function returns; :meth:`update` writes it.
+        """
+        return record(
+            job,
+            now=at or self._clock(),
+            limit=self._history_limit,
+            message=message,
+            source=source,
+            state=state,
+            **fields,
+        )
+
+    # -- writes --------------------------------------------------------------------------
+
+    def create(self, job: Job) -> Versioned | None:
+        """Store a new job (then its first event): the job as stored, or None when one with its id exists."""
+        stored = self.store.create(job)
+        return None if stored is None else self._published(stored, ended=False)
+
+    def update(
+        self,
+        job_id: str,
+        change: Change,
+        *,
+        known: Versioned | None = None,
+        hand_over: HandOver | None = None,
+        reason_class: ReasonClass = "workload",
+    ) -> Update:
+        """Write ``change`` (steps 1 to 5 of the module docstring); the job as stored after them.
+
+        ``hand_over`` submits, in this step, the jobs that get the seat this change frees;
+        ``reason_class`` says which kind of failure an ending write records, for metrics and the span.
+
+        Raises:
+            JobNotFoundError: no such job.
+            ConflictError: the document kept changing.
+            AzureError: the write failed (nothing was stored; the step is retried).
+        """
+        written = self.store.update(job_id, change, known=known)
+        if not written.wrote or written.previous.terminal:
+            return written  # an ended job's events and seat were dealt with by the write that ended it
+        version = self._published(written.version, ended=written.ended)
+        self._free_seat(written, hand_over)
+        if written.ended:
+            ended_job(version.job, reason_class)
+        return Update(version.job, version.etag, wrote=True, previous=written.previous)
+
+    def end(
+        self,
+        job_id: str,
+        state: JobState,
+        message: str,
+        *,
+        source: str,
+        reason: str | None,
+        reason_class: ReasonClass = "workload",
+        before: Callable[[Job], Job] | None = None,
+        hand_over: HandOver | None = None,
+    ) -> bool:
+        """Move a job to a terminal ``state`` with one event, unless it has already ended.
+
+        ``before`` (pure) adds what happened first to the same write (a move not stored yet).
+        Returns True when this call ended it (another writer may have got there first).
+        """
+
+        def change(job: Job) -> Job | None:
+            if job.state.terminal:
+                return None
+            return self.event(before(job) if before else job, message, source, state, reason=reason)
+
+        return self.update(job_id, change, hand_over=hand_over, reason_class=reason_class).wrote
+
+    # -- the steps after a write ---------------------------------------------------------
+
+    def _published(self, version: Versioned, *, ended: bool) -> Versioned:
+        """Publish the events of the job's stored changes not yet published, then record that they were.
+
+        A publication that fails is logged and left to the sweep, never raised: the change is stored,
+        and the step that stored it has done its work. Returns the version as stored now.
+        """
+        job = version.job
+        waiting = changes.pending(job)
+        if waiting and not self._send(job, waiting):
+            return version
+        if ended:  # an ended job's record is its active entry going: no second write
+            self.store.retire(job)
+            return version
+        if not waiting or self._publish is None:
+            return version
+        last = waiting[-1].seq
+        try:
+            marked = self.store.update(job.id, lambda j: changes.mark_published(j, last), known=version)
+        except (AzureError, ConflictError) as exc:
+            log.info("job %s: events up to %d published, not recorded (%s)", job.id, last, type(exc).__name__)
+            return version
+        return marked.version
+
+    def _send(self, job: Job, waiting: list[StateChange]) -> bool:
+        """Publish ``waiting``; False when it could not be (logged; the sweep publishes them)."""
+        if self._publish is None:
+            return True
+        try:
+            self._publish(job, waiting)
+        except AzureError as exc:
+            log.warning(
+                "job %s: events %d-%d not published (%s); the reconciler publishes them",
+                job.id,
+                waiting[0].seq,
+                waiting[-1].seq,
+                type(exc).__name__,
+            )
+            return False
+        return True
+
+    def _free_seat(self, written: Update, hand_over: HandOver | None) -> None:
+        """Free the seat of a job that this write moved out of :data:`HOLDS_SEAT`, and hand the freed seats over.
+
+        A failure costs only time: the job's next move frees it again, and the reconciler's repair frees
+        the seats of jobs that have ended.
+        """
+        state = written.job.state
+        if self._admission is None or state is written.previous or state in HOLDS_SEAT:
+            return
+        try:
+            self._admission.free([written.job.id], hand_over)
+        except (ConflictError, AzureError) as exc:
+            log.info("admission: seat of job %s not freed yet (%s)", written.job.id, type(exc).__name__)
+
+    # -- the reconciler's sweep ----------------------------------------------------------
+
+    def sweep(self, now: datetime | None = None) -> list[Unfinished]:
+        """Every unfinished job, after finishing what a writer left undone (the crash windows above).
+
+        Costs one listing of the ``active/`` entries and one read per job listed. The events of
+        a change older than :data:`PUBLISH_GRACE_S` are published; an ended job whose events are
+        out is retired from the active index.
+        """
+        now = now or datetime.now(UTC)  # compared with storage's own clock (blob times), never a test's
+        found = []
+        for job in self.store.active(now):
+            unpublished = self._catch_up(job, now)
+            if not job.state.terminal:
+                found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))
+            elif not unpublished:
+                self.store.retire(job, repair=True)
+        return found
+
+    def _catch_up(self, job: Job, now: datetime) -> bool:
+        """Publish the job's unpublished events once its writer had time to; True while some remain."""
+        if self._publish is None or not changes.pending(job):
+            return False
+        if (now - job.updated_at).total_seconds() < PUBLISH_GRACE_S:
+            return True
+        try:
+            latest = self.store.read(job.id)
+        except JobNotFoundError:
+            return False
+        if latest.job.state.terminal:  # recorded by the caller retiring its active entry
+            return not self._send(latest.job, changes.pending(latest.job))
+        return bool(changes.pending(self._published(latest, ended=False).job))
+
+
+def ended_job(job: Job, reason_class: ReasonClass = "workload") -> None:
+    """Count, trace and log a job that one write has just ended (once per job, from that write)."""
+    meter.job_ended(job, reason_class)
+    tracer.annotate(job)  # the step's span ends with the job's final state (the "stuck jobs" query reads it)
+    if job.state is JobState.FAILED:
+        tracer.fail(job.reason or "failed", reason_class)
+    log.info(
+        "job %s %s: %s",
+        job.id,
+        job.state.value,
+        job.reason or "",
+        extra=job_fields(job, reason_class=reason_class if job.state is JobState.FAILED else None),
+    )
