@@ -136,6 +136,18 @@ class Cost(_Model):
         return f"{to_cents(self.amount)} {self.currency}"
 
 
+def _plain(value: Decimal) -> Decimal:
+    """``value`` without trailing zeros, never in exponent form (``0.09600`` → ``0.096``, ``1E+1`` → ``10``)."""
+    normal = value.normalize()
+    return normal if normal.as_tuple().exponent <= 0 else normal.quantize(Decimal(1))  # type: ignore[operator]
+
+
+def _per_hour(seconds: Decimal, numerator: int, denominator: int, price: Decimal = Decimal(1)) -> Decimal:
+    """``seconds / 3600 × numerator / denominator × price`` with one division, last: exact whenever the
+    result has a finite decimal form (28 significant digits otherwise)."""
+    return _plain(seconds * numerator * price / (SECONDS_PER_HOUR * denominator))
+
+
 def to_cents(amount: Decimal) -> Decimal:
     """``amount`` rounded half up to the cent, for display only."""
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
@@ -147,17 +159,18 @@ def _priced(
     *,
     sku: str,
     priority: Priority,
-    units: Decimal,
+    share: tuple[int, int],
     unit: str,
     basis: Basis,
 ) -> AttemptCost:
     found = table.lookup(attempt.region, sku, priority)
+    seconds = attempt.seconds()
     common = {
         "backend": attempt.backend,
-        "seconds": attempt.seconds(),
+        "seconds": _plain(seconds),
         "basis": basis,
         "unit": unit,
-        "units": units,
+        "units": _per_hour(seconds, *share),
         "sku": sku,
         "region": attempt.region,
         "priority": priority,
@@ -167,7 +180,7 @@ def _priced(
     if found.per_hour is None:
         return AttemptCost(amount=None, currency=None, unit_price=None, reason=found.reason, **common)
     return AttemptCost(
-        amount=units * found.per_hour,
+        amount=_per_hour(seconds, *share, found.per_hour),
         currency=table.currency,
         unit_price=found.per_hour,
         price_since=found.since,
@@ -184,15 +197,13 @@ def attempt_cost(
 ) -> AttemptCost:
     """What ``attempt`` cost at ``table``'s prices (``local_rate`` per slot-hour, in the table's currency,
     for a local attempt; ``local_rate_setting`` names where it comes from in the note)."""
-    hours = attempt.seconds() / SECONDS_PER_HOUR
     if isinstance(attempt, BatchAttempt):
-        share = Decimal(attempt.task_slots) / Decimal(attempt.task_slots_per_node)
         return _priced(
             attempt,
             table,
             sku=attempt.vm_size,
             priority=attempt.priority,
-            units=hours * share,
+            share=(attempt.task_slots, attempt.task_slots_per_node),
             unit="node-hour",
             basis=Basis.ATTRIBUTED,
         )
@@ -202,24 +213,24 @@ def attempt_cost(
             table,
             sku=attempt.instance_type,
             priority=attempt.tier,
-            units=hours * attempt.instance_count,
+            share=(attempt.instance_count, 1),
             unit="instance-hour",
             basis=Basis.METERED,
         )
-    units = hours * attempt.slots
+    seconds = attempt.seconds()
     note = f"local compute at {local_rate} {table.currency} per slot-hour ({local_rate_setting})"
     if local_rate == 0:
         note = f"local compute is priced at 0 (the default of {local_rate_setting}), not measured"
     return AttemptCost(
         backend=attempt.backend,
-        seconds=attempt.seconds(),
-        amount=units * local_rate,
+        seconds=_plain(seconds),
+        amount=_per_hour(seconds, attempt.slots, 1, local_rate),
         currency=table.currency,
         basis=Basis.CONFIGURED,
         note=note,
         unit="slot-hour",
         unit_price=local_rate,
-        units=units,
+        units=_per_hour(seconds, attempt.slots, 1),
         price_source=local_rate_setting,
     )
 
@@ -235,7 +246,7 @@ def _add(
     currencies = sorted({currency for _, _, currency, _ in parts if currency})
     if len(currencies) > 1:
         return None, None, f"the parts are in different currencies ({', '.join(currencies)})"
-    total = sum((amount for _, amount, _, _ in parts if amount is not None), Decimal(0))
+    total = _plain(sum((amount for _, amount, _, _ in parts if amount is not None), Decimal(0)))
     return total, (currencies[0] if currencies else None), None
 
 

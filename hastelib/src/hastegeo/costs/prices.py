@@ -22,12 +22,15 @@ from collections.abc import Callable
 from datetime import date
 from decimal import Decimal
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from hastegeo.utils.errors import HasteError
+
+if TYPE_CHECKING:
+    from azure.storage.blob import BlobServiceClient
 
 SHIPPED_TABLE = "prices.json"
 TABLE_VERSION = 1
@@ -182,6 +185,15 @@ def split_blob_location(location: str) -> tuple[str, str]:
     if not _CONTAINER.fullmatch(container):
         raise ValueError(f"{container!r} is not a storage container name (3-63 lowercase letters, digits, '-')")
     return container, name
+
+
+def blob_reader(blobs: BlobServiceClient) -> BlobReader:
+    """A :data:`BlobReader` that reads with ``blobs`` (the app's blob client), for :func:`load_table`."""
+
+    def read(container: str, name: str) -> bytes:
+        return bytes(blobs.get_blob_client(container, name).download_blob().readall())
+
+    return read
 
 
 def load_table(location: str, read_blob: BlobReader | None = None) -> PriceTable:
