@@ -131,9 +131,7 @@ def test_a_job_that_failed_over_sums_both_backends() -> None:
         ({"vm_size": "Standard_D2s_v3", "priority": Priority.SPOT}, "no spot price for Standard_D2s_v3"),
     ],
 )
-def test_a_price_that_cannot_be_known_is_none_with_the_reason_never_zero(
-    fields: dict[str, Any], reason: str
-) -> None:
+def test_a_price_that_cannot_be_known_is_none_with_the_reason_never_zero(fields: dict[str, Any], reason: str) -> None:
     part = attempt_cost(batch(**fields), TABLE)
     assert part.amount is None
     assert part.unit_price is None

@@ -21,14 +21,13 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-from collections import deque
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from hastegeo_dev.testing.loopback import LoopbackService, answer, answer_json, error, fault_body
 
 PATH = "/api/retail/prices"
 _TOKEN = re.compile(r"\s*(\(|\)|'(?:[^']|'')*'|[A-Za-z_][A-Za-z0-9_]*|,)")
@@ -147,59 +146,33 @@ def parse_filter(text: str) -> Predicate:
     return predicate
 
 
-class RetailPricesDouble:
+class RetailPricesDouble(LoopbackService):
     def __init__(self, items: Iterable[dict[str, Any]] = (), *, page_size: int = 100) -> None:
+        super().__init__(("GET",))
         self.items = list(items)
         self.page_size = page_size
         self.requests: list[dict[str, list[str]]] = []
-        self._faults: deque[int] = deque()
-        self._lock = threading.Lock()
-        double = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                double._get(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        """The base URL, as ``https://prices.azure.com`` is the real one's."""
+        return self.base_url
 
-    def fail_next(self, *statuses: int) -> None:
-        """Answer the next requests with these statuses (then answer again)."""
-        with self._lock:
-            self._faults.extend(statuses)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _get(self, handler: BaseHTTPRequestHandler) -> None:
+    def serve(self, handler: BaseHTTPRequestHandler) -> None:
         url = urlsplit(handler.path)
         query = parse_qs(url.query, keep_blank_values=True)
         with self._lock:
             self.requests.append(query)
-            fault = self._faults.popleft() if self._faults else None
+        fault = self.next_fault()
         if fault is not None:
-            return _answer(handler, fault, _error("ServiceUnavailable" if fault >= 500 else "TooManyRequests", "fault"))
+            return answer(handler, fault, fault_body(fault))
         if url.path != PATH:
-            return _answer(handler, 404, _error("NotFound", f"no such path {url.path}"))
+            return answer(handler, 404, error("NotFound", f"no such path {url.path}"))
         try:
             selected = parse_filter(query["$filter"][0]) if query.get("$filter") else (lambda item: True)
             skip = int(query.get("$skip", ["0"])[0])
         except (FilterError, ValueError) as exc:
-            return _answer(handler, 400, _error("BadRequest", str(exc)))
+            return answer(handler, 400, error("BadRequest", str(exc)))
         currency = query.get("currencyCode", ["'USD'"])[0].strip("'")
         with self._lock:
             matched = [item for item in self.items if item.get("currencyCode") == currency and selected(item)]
@@ -217,16 +190,4 @@ class RetailPricesDouble:
             "NextPageLink": next_link,
             "Count": len(page),
         }
-        return _answer(handler, 200, json.dumps(body).encode())
-
-
-def _error(code: str, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}).encode()
-
-
-def _answer(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json; charset=utf-8")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
+        return answer_json(handler, 200, body)
