@@ -168,6 +168,8 @@ param hasteBackendMaxRunning string
 @description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteOtelExport string
+@description('App setting HASTE_PRICES_BLOB; its meaning is in docs/deploy.md.')
+param hastePricesBlob string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -433,6 +435,7 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteProjectMaxRunning: hasteProjectMaxRunning
     hasteBackendMaxRunning: hasteBackendMaxRunning
     hasteOtelExport: hasteOtelExport
+    hastePricesBlob: hastePricesBlob
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS
     batchRetryAttempts: batchRetryAttempts

@@ -60,6 +60,7 @@ param hasteProjectMaxRunningPerBackend = readEnvironmentVariable('HASTE_PROJECT_
 param hasteProjectMaxRunning = readEnvironmentVariable('HASTE_PROJECT_MAX_RUNNING', '0')
 param hasteBackendMaxRunning = readEnvironmentVariable('HASTE_BACKEND_MAX_RUNNING', '')
 param hasteOtelExport = readEnvironmentVariable('HASTE_OTEL_EXPORT', 'azure')
+param hastePricesBlob = readEnvironmentVariable('HASTE_PRICES_BLOB', '')
 param batchRetentionS = readEnvironmentVariable('BATCH_RETENTION_S', '86400')
 param batchRequestTimeoutS = readEnvironmentVariable('BATCH_REQUEST_TIMEOUT_S', '30.0')
 param batchRetryAttempts = readEnvironmentVariable('BATCH_RETRY_ATTEMPTS', '4')

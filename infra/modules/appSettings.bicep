@@ -99,6 +99,8 @@ param hasteBackendMaxRunning string
 @description('App setting HASTE_OTEL_EXPORT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteOtelExport string
+@description('App setting HASTE_PRICES_BLOB; its meaning is in docs/deploy.md.')
+param hastePricesBlob string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -226,6 +228,7 @@ var operatorSettings = {
   HASTE_PROJECT_MAX_RUNNING: hasteProjectMaxRunning
   HASTE_BACKEND_MAX_RUNNING: hasteBackendMaxRunning
   HASTE_OTEL_EXPORT: hasteOtelExport
+  HASTE_PRICES_BLOB: hastePricesBlob // empty: the price table shipped with the app (docs/operations.md)
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS
   BATCH_RETRY_ATTEMPTS: batchRetryAttempts

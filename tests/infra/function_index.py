@@ -9,6 +9,7 @@ imported or is importable, which the deployed app must never do.
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import json
 import os
@@ -16,6 +17,7 @@ import sys
 from typing import Any
 
 DEV_PREFIXES = ("hastegeo_dev", "hastegeo.devhost", "hastegeo.testing")
+PACKAGE_DATA = ("py.typed", "costs/prices.json")
 
 
 def _plain(value: Any) -> Any:
@@ -62,6 +64,8 @@ def index() -> dict[str, Any]:
         "imported_dev_modules": sorted(m for m in sys.modules if m.startswith(DEV_PREFIXES)),
         "dev_importable": {name: importlib.util.find_spec(name) is not None for name in DEV_PREFIXES},
         "hastegeo_file": hastegeo.__file__,
+        # Package data the app reads at run time (hastelib/pyproject.toml, [tool.setuptools.package-data]).
+        "package_data": {name: (importlib.resources.files("hastegeo") / name).is_file() for name in PACKAGE_DATA},
         "function_app_file": function_app.__file__,
         "prefix": sys.prefix,
     }

@@ -198,6 +198,7 @@ def test_the_package_installs_in_a_clean_venv_and_indexes_like_the_development_h
     assert Path(deployed["hastegeo_file"]).resolve().is_relative_to(venv.resolve()), "hastegeo came from the venv"
     assert Path(deployed["function_app_file"]).resolve().parent == app_dir.resolve()
     assert deployed["imported_dev_modules"] == []
+    assert all(deployed["package_data"].values()), deployed["package_data"]  # e.g. the shipped price table
     assert deployed["dev_importable"] == {"hastegeo_dev": False, "hastegeo.devhost": False, "hastegeo.testing": False}
 
     # The same index in the development venv, from the repository.

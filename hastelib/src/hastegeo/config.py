@@ -16,12 +16,14 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hastegeo.auth import PROJECT_ID, AuthMode
+from hastegeo.costs.prices import split_blob_location
 from hastegeo.settings_base import (
     BackendSection,
     CsvFloatMap,
@@ -219,6 +221,32 @@ class EventSettings(Section):
         return value
 
 
+class CostSettings(Section):
+    """Where the prices of compute come from (docs/adr/0038)."""
+
+    prices_blob: str = Field(
+        "",
+        alias="HASTE_PRICES_BLOB",
+        description="The price table the app prices jobs with, as container/blob in the app's storage account "
+        "(written by `haste prices refresh --blob`); empty: the dated table shipped with the app.",
+    )
+    local_price_per_slot_hour: Decimal = Field(
+        Decimal(0),
+        alias="HASTE_LOCAL_PRICE_PER_SLOT_HOUR",
+        ge=0,
+        description="What one slot-hour of the local backend costs, in the price table's currency "
+        "(default 0: local jobs are reported as costing nothing, and say so).",
+    )
+
+    @field_validator("prices_blob")
+    @classmethod
+    def _container_and_name(cls, value: str) -> str:
+        value = value.strip()
+        if value:
+            split_blob_location(value)
+        return value
+
+
 class HttpAuthLevel(enum.StrEnum):
     """Whether the Functions host asks HTTP callers for a function key (``HASTE_HTTP_AUTH_LEVEL``)."""
 
@@ -279,6 +307,7 @@ class Settings(Section):
     capacity: CapacitySettings = Field(default_factory=lambda: CapacitySettings.model_validate({}))
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings.model_validate({}))
     events: EventSettings = Field(default_factory=lambda: EventSettings.model_validate({}))
+    costs: CostSettings = Field(default_factory=lambda: CostSettings.model_validate({}))
     backends: Mapping[str, BackendSection] = Field(default_factory=dict)
 
     def backend(self, name: str) -> BackendSection:

@@ -18,52 +18,29 @@ Usage::
 from __future__ import annotations
 
 import json
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from hastegeo_dev.testing.loopback import LoopbackService, answer, error, fault_body
 
 API_VERSION = "2018-01-01"
 MAX_BODY_BYTES = 1024 * 1024
 REQUIRED = ("specversion", "id", "source", "type")
 
 
-class EventGridTopicDouble:
+class EventGridTopicDouble(LoopbackService):
     def __init__(self) -> None:
+        super().__init__(("POST",))
         self.events: list[dict[str, Any]] = []
         self.requests: list[dict[str, str]] = []  # method, path, query, content type, authorization
-        self._faults: deque[int] = deque()
-        self._lock = threading.Lock()
-        double = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                double._post(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/api/events"
+        return f"{self.base_url}/api/events"
 
-    def fail_next(self, *statuses: int) -> None:
-        """Answer the next requests with these statuses (then accept again)."""
-        with self._lock:
-            self._faults.extend(statuses)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def serve(self, handler: BaseHTTPRequestHandler) -> None:
+        self._post(handler)
 
     def _post(self, handler: BaseHTTPRequestHandler) -> None:
         url = urlsplit(handler.path)
@@ -75,30 +52,30 @@ class EventGridTopicDouble:
             self.requests.append(
                 {"path": url.path, "query": url.query, "contentType": content_type, "authorization": authorization}
             )
-            fault = self._faults.popleft() if self._faults else None
+        fault = self.next_fault()
         if fault is not None:
-            return _answer(handler, fault, _error("ServiceUnavailable" if fault >= 500 else "TooManyRequests", "fault"))
+            return answer(handler, fault, fault_body(fault))
         if url.path != "/api/events":
-            return _answer(handler, 404, _error("NotFound", f"no such path {url.path}"))
+            return answer(handler, 404, error("NotFound", f"no such path {url.path}"))
         if parse_qs(url.query).get("api-version") != [API_VERSION]:
-            return _answer(handler, 400, _error("BadRequest", "api-version is missing or not supported"))
+            return answer(handler, 400, error("BadRequest", "api-version is missing or not supported"))
         if not authorization.startswith("Bearer ") or len(authorization) <= len("Bearer "):
-            return _answer(handler, 401, _error("Unauthorized", "the request is not authorized"))
+            return answer(handler, 401, error("Unauthorized", "the request is not authorized"))
         if length > MAX_BODY_BYTES:
-            return _answer(handler, 413, _error("RequestEntityTooLarge", "the request exceeds 1 MB"))
+            return answer(handler, 413, error("RequestEntityTooLarge", "the request exceeds 1 MB"))
         if content_type.split(";")[0].strip() != "application/cloudevents-batch+json":
             refused = f"content type {content_type!r} is not a CloudEvents batch"
-            return _answer(handler, 400, _error("BadRequest", refused))
+            return answer(handler, 400, error("BadRequest", refused))
         try:
             events = json.loads(body)
         except ValueError:
-            return _answer(handler, 400, _error("BadRequest", "the body is not JSON"))
+            return answer(handler, 400, error("BadRequest", "the body is not JSON"))
         problem = _check(events)
         if problem:
-            return _answer(handler, 400, _error("BadRequest", problem))
+            return answer(handler, 400, error("BadRequest", problem))
         with self._lock:
             self.events.extend(events)
-        return _answer(handler, 200, b"")
+        return answer(handler, 200, b"")
 
 
 def _check(events: Any) -> str | None:
@@ -113,16 +90,3 @@ def _check(events: Any) -> str | None:
         if event["specversion"] != "1.0":
             return f"event {index}: specversion must be 1.0"
     return None
-
-
-def _error(code: str, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}).encode()
-
-
-def _answer(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
-    handler.send_response(status)
-    handler.send_header("Content-Length", str(len(body)))
-    if body:
-        handler.send_header("Content-Type", "application/json")
-    handler.end_headers()
-    handler.wfile.write(body)
