@@ -27,7 +27,6 @@ import binascii
 import enum
 import json
 import unicodedata
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -143,14 +142,14 @@ def principal_from_document(document: Any, project_groups: Mapping[str, str]) ->
         raise PrincipalError("X-MS-CLIENT-PRINCIPAL names nobody (no name or object id claim)")
     roles = roles_from(val for typ, val in claims if typ in role_types)
     groups = [val for typ, val in claims if typ in GROUP_CLAIMS]
-    named = [project for typ, val in claims if typ == PROJECTS_CLAIM for project in _csv(val)]
+    named = [project for typ, val in claims if typ == PROJECTS_CLAIM for project in split_csv(val)]
     auth_type = document.get("auth_typ")
     return Principal(
-        name=_clean(name or object_id),
-        object_id=_clean(object_id),
+        name=clean_name(name or object_id),
+        object_id=clean_name(object_id),
         roles=roles,
         projects=projects_of(groups, project_groups) | frozenset(p for p in named if PROJECT_ID.fullmatch(p)),
-        auth_type=_clean(auth_type) if isinstance(auth_type, str) and auth_type else "aad",
+        auth_type=clean_name(auth_type) if isinstance(auth_type, str) and auth_type else "aad",
     )
 
 
@@ -178,60 +177,13 @@ def _first(claims: list[tuple[str, str]], types: tuple[str, ...]) -> str:
     return ""
 
 
-def _clean(text: str) -> str:
+def clean_name(text: str) -> str:
     """A claim value fit for a log line: no control characters (no forged log lines), bounded."""
     return "".join(ch if unicodedata.category(ch)[0] != "C" else "?" for ch in text)[:_MAX_NAME]
 
 
-def _csv(value: str) -> list[str]:
+def split_csv(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
-
-
-# --------------------------------------------------------------------------- the development principal
-
-
-_ROLE_ALIASES = {"reader": Role.READER, "submitter": Role.SUBMITTER, "admin": Role.ADMIN}
-
-
-def parse_dev_principal(text: str) -> Principal:
-    """The principal a ``HASTE_DEV_PRINCIPAL`` value describes.
-
-    Format: ``name=dev@example.com;roles=Haste.Admin;projects=demo,p1`` (``oid=`` optional;
-    roles may be written ``reader``/``submitter``/``admin``). Without ``oid`` the object id
-    is derived from the name, so the same name is always the same caller.
-
-    Raises:
-        ValueError: an unknown key or role, a bad project id, or no name.
-    """
-    fields: dict[str, str] = {}
-    for part in text.split(";"):
-        if not part.strip():
-            continue
-        key, sep, value = part.partition("=")
-        key = key.strip().lower()
-        if not sep or key not in ("name", "oid", "roles", "projects"):
-            raise ValueError(f"expected name=…;roles=…;projects=…[;oid=…], got {part.strip()!r}")
-        fields[key] = value.strip()
-    name = fields.get("name", "")
-    if not name:
-        raise ValueError("a development principal needs name=…")
-    roles: set[Role] = set()
-    for value in _csv(fields.get("roles", "")):
-        role = _ROLE_ALIASES.get(value.lower()) or next((r for r in Role if r.value == value), None)
-        if role is None:
-            raise ValueError(f"unknown role {value!r}; choose from {', '.join(r.value for r in Role)}")
-        roles.add(role)
-    projects = _csv(fields.get("projects", ""))
-    bad = [project for project in projects if not PROJECT_ID.fullmatch(project)]
-    if bad:
-        raise ValueError(f"not project ids: {bad}")
-    return Principal(
-        name=_clean(name),
-        object_id=fields.get("oid") or str(uuid.uuid5(uuid.NAMESPACE_URL, f"haste-dev:{name}")),
-        roles=frozenset(roles),
-        projects=frozenset(projects),
-        auth_type="dev",
-    )
 
 
 def encode_principal(principal: Principal) -> str:

@@ -20,12 +20,12 @@ from hastegeo.auth import (
     can_submit,
     encode_principal,
     job_access,
-    parse_dev_principal,
     parse_principal,
     projects_of,
 )
 from hastegeo.settings import load_settings
 from hastegeo.utils.errors import ConfigurationError
+from hastegeo_dev.devhost.principal import parse_dev_principal
 
 OID = "http://schemas.microsoft.com/identity/claims/objectidentifier"
 ROLE_TYP = "http://schemas.microsoft.com/ws/2008/06/identity/claims/role"

@@ -124,3 +124,19 @@ def test_the_scan_finds_the_knot_it_guards_against() -> None:
     }
     assert cycles(knot) == [["hastegeo.compute.descriptor", "hastegeo.compute.registry", "hastegeo.config"]]
     assert "hastegeo.compute.registry" in reachable(import_graph(), "hastegeo.settings")  # edges are read at all
+
+
+def test_no_module_of_the_library_takes_part_in_a_cycle() -> None:
+    """Every import goes one way, whatever the floor: a circle anywhere is a knot a reader walks twice."""
+    assert cycles(import_graph()) == TYPE_ONLY
+
+
+def test_storage_and_the_models_reach_neither_the_pipeline_nor_the_backend_registry() -> None:
+    """The store stores and the models describe: what a change means (events, seats) is the pipeline's journal's,
+    and which backends exist is the registry's, read by those who route."""
+    graph = import_graph()
+    for name in sorted(graph):
+        if name.startswith(("hastegeo.store", "hastegeo.models")):
+            reached = reachable(graph, name)
+            assert sorted(t for t in reached if t.startswith("hastegeo.pipeline")) == [], name
+            assert "hastegeo.compute.registry" not in reached, name

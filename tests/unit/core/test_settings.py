@@ -165,7 +165,7 @@ def test_each_backend_section_is_its_own_by_name_and_by_type() -> None:
 def test_the_sections_are_the_apps_own_then_each_backends_from_its_descriptor() -> None:
     declared = sections()
     assert list(declared) == [
-        *("storage", "routing", "pipeline", "auth", "capacity", "telemetry", "events"),
+        *("storage", "routing", "pipeline", "auth", "capacity", "telemetry", "events", "costs"),
         *("local", "azure_batch", "azure_ml"),
     ]
     assert declared["local"] is LocalSettings

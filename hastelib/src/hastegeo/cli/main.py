@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from hastegeo.cli.client import ApiClient, CredentialToken
+from hastegeo.cli.credential import sign_in_credential
 from hastegeo.cli.exits import JOB_EXITS, ExitCode, Failure, explain, usage
 from hastegeo.cli.output import (
     JSON,
@@ -37,7 +38,7 @@ from hastegeo.cli.output import (
 )
 
 if TYPE_CHECKING:
-    from azure.core.credentials import TokenCredential
+    pass
 
 DEFAULT_URL = "http://127.0.0.1:7071"
 ENTRY_POINTS = "hastegeo.cli"
@@ -62,33 +63,6 @@ def _client(args: argparse.Namespace) -> ApiClient:
         timeout=args.request_timeout,
         retry_budget_s=args.retry_budget,
     )
-
-
-def sign_in_credential(interactive: bool | None = None) -> TokenCredential:
-    """Who runs the command, in the order a script, then a person, would have signed in.
-
-    A service principal or workload identity in the environment (``AZURE_CLIENT_ID`` and
-    its partners: CI), then the Azure CLI's sign-in (``az login``), then azd's. A device
-    code sign-in comes last and only when a person is at the terminal (``interactive``;
-    by default: stdin and stderr are terminals): a script or a CI job with no sign-in
-    fails at once, saying what to run, instead of waiting for a code nobody will enter.
-    The device code flow uses the Azure CLI's client id, which the API's app registration
-    pre-authorises (infra/scripts/app-registration.sh), so no consent prompt appears.
-    """
-    from azure.identity import (
-        AzureCliCredential,
-        AzureDeveloperCliCredential,
-        ChainedTokenCredential,
-        DeviceCodeCredential,
-        EnvironmentCredential,
-    )
-
-    if interactive is None:
-        interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    chain: list[TokenCredential] = [EnvironmentCredential(), AzureCliCredential(), AzureDeveloperCliCredential()]
-    if interactive:
-        chain.append(DeviceCodeCredential())
-    return ChainedTokenCredential(*chain)
 
 
 def _parse_inputs(values: Sequence[str]) -> list[dict[str, str]]:

@@ -36,7 +36,7 @@ SHIPPED_TABLE = "prices.json"
 TABLE_VERSION = 1
 # Reads one blob of the app's storage account: (container, name) → its bytes (the caller's storage client).
 BlobReader = Callable[[str, str], bytes]
-_CONTAINER = re.compile(r"^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$")
+_CONTAINER = re.compile(r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]")  # with fullmatch
 
 
 class PriceTableError(HasteError):

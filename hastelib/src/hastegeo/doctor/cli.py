@@ -63,7 +63,7 @@ def run_doctor(args: argparse.Namespace, clients: Clients | None = None, out: Te
         if not extra_installed():
             print(f"error: the doctor needs its extra: {INSTALL}", file=sys.stderr)
             return 2
-        from hastegeo.cli.main import sign_in_credential
+        from hastegeo.cli.credential import sign_in_credential
         from hastegeo.doctor.run import default_clients
 
         clients = default_clients(sign_in_credential(), target.subscription_id)

@@ -25,12 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from hastegeo.auth import PRINCIPAL_HEADER, Principal, encode_principal, parse_dev_principal
+from hastegeo.auth import PRINCIPAL_HEADER, Principal, encode_principal
 from hastegeo_dev.devhost.cors import CorsPolicy
 from hastegeo_dev.devhost.functions import AppFunctions, DevHostError, FunctionRegistry, discover, load_app
 from hastegeo_dev.devhost.hostjson import HostConfig, load_host_config
 from hastegeo_dev.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, DevHttpServer
 from hastegeo_dev.devhost.outputs import OutputSender
+from hastegeo_dev.devhost.principal import parse_dev_principal
 from hastegeo_dev.devhost.queue_driver import DriverOptions, QueueDriver
 from hastegeo_dev.devhost.storage import QueueClients, resolve_connection
 from hastegeo_dev.devhost.timers import TimerDriver
