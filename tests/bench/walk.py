@@ -1,13 +1,12 @@
-"""How often one poll step comes back to a file it already left (``python -m tests.bench.walk``).
+"""How often one poll step calls back into a file it is still in (``python -m tests.bench.walk``).
 
-A reader following a step through the code pays for every return to a file already read:
-a write path that leaves the store for a hook, the hook for the pipeline and the pipeline
-for the store again reads as a knot. This walks the poll step that sees a job's provider
-job end and takes it to its end (post-processing, the ending write, its events, its
-admission seat and the hand-over of that seat to the next job in line), records the
-library's files in the order control enters them (calls and returns, runs of the same file
-collapsed) and counts the entries of a file already visited. Only the library's own files
-count (``hastegeo``): the SDKs and the standard library are not what a reader walks.
+A reader following a step through the code pays for every call that goes back into a file
+still open further up the stack: a write that leaves the store for a hook, the hook for the
+pipeline and the pipeline for the store again reads as a knot. This walks the poll step that
+sees a job's provider job end and takes it to its end (post-processing, the ending write, its
+events, its admission seat and the hand-over of that seat to the next job in line) and counts
+those calls. Only the library's own files count (``hastegeo``): the SDKs and the standard
+library are not what a reader walks.
 
 The job runs on the local backend with one seat (``HASTE_BACKEND_MAX_RUNNING=local=1``)
 and a second job waiting for it, against an Azurite of its own, the steps driven in this
@@ -37,23 +36,25 @@ ROOT = str(LIBRARY)
 
 @dataclass
 class Walk:
-    """The library files control entered, in order, runs of one file collapsed."""
+    """The library files a step entered, and the calls that went back into a file still open up the stack."""
 
     files: list[str] = field(default_factory=list)
+    knots: list[tuple[str, str]] = field(default_factory=list)  # (from, back into)
 
-    def enter(self, filename: str) -> None:
-        if filename.startswith(ROOT) and (not self.files or self.files[-1] != filename):
-            self.files.append(filename)
-
-    @property
-    def returns(self) -> int:
-        """Entries of a file already visited earlier in the walk."""
-        seen: set[str] = set()
-        count = 0
-        for name in self.files:
-            count += name in seen
-            seen.add(name)
-        return count
+    def call(self, frame: FrameType) -> None:
+        callee = frame.f_code.co_filename
+        if not callee.startswith(ROOT):
+            return
+        if not self.files or self.files[-1] != callee:
+            self.files.append(callee)
+        open_files = []
+        caller = frame.f_back
+        while caller is not None:
+            if caller.f_code.co_filename.startswith(ROOT):
+                open_files.append(caller.f_code.co_filename)
+            caller = caller.f_back
+        if open_files and open_files[0] != callee and callee in open_files[1:]:
+            self.knots.append((open_files[0], callee))
 
     @property
     def distinct(self) -> int:
@@ -65,9 +66,7 @@ def walked(walk: Walk, step: Callable[[JobMessage], None]) -> Callable[[JobMessa
 
     def profiler(frame: FrameType, event: str, arg: Any) -> None:
         if event == "call":
-            walk.enter(frame.f_code.co_filename)
-        elif event == "return" and frame.f_back is not None:
-            walk.enter(frame.f_back.f_code.co_filename)
+            walk.call(frame)
 
     def run(message: JobMessage) -> None:
         threading.setprofile(profiler)
@@ -134,18 +133,21 @@ def walk_ending_poll(connection_string: str, workdir: Path) -> Walk:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--files", action="store_true", help="print the walk, one file a line")
+    parser.add_argument("--knots", action="store_true", help="print each call back into an open file")
     args = parser.parse_args()
     from hastegeo_dev.devhost.azurite import Azurite
 
     with tempfile.TemporaryDirectory(prefix="haste-walk-") as tmp, Azurite(in_memory=True) as azurite:
         walk = walk_ending_poll(azurite.connection_string, Path(tmp))
-    if args.files:
-        for name in walk.files:
-            print(Path(name).relative_to(LIBRARY.parent))
-    print(
-        f"the poll step that ends a job: {len(walk.files)} file entries, {walk.distinct} files, {walk.returns} returns"
-    )
+
+    def short(name: str) -> Path:
+        return Path(name).relative_to(LIBRARY.parent)
+
+    if args.knots:
+        for caller, callee in walk.knots:
+            print(f"{short(caller)} -> back into {short(callee)}")
+    entries, files, knots = len(walk.files), walk.distinct, len(walk.knots)
+    print(f"the poll step that ends a job: {files} files, {entries} file entries, {knots} calls back into an open file")
     return 0
 
 

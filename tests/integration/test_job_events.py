@@ -85,7 +85,7 @@ def test_a_write_that_is_not_stored_publishes_nothing(make_runtime: RuntimeFacto
     job = runtime.acceptor.accept(parse_request(request())).job
 
     def illegal(current: Job) -> Job:
-        return runtime.journal.event(current, "jump", "test", state=JobState.SUCCEEDED)
+        return runtime.deps.event(current, "jump", "test", state=JobState.SUCCEEDED)
 
     with pytest.raises(IllegalTransitionError):
         runtime.journal.update(job.id, illegal)
@@ -113,7 +113,7 @@ def test_events_lost_to_an_outage_are_published_by_the_sweep(make_runtime: Runti
     outage = Outage(EventPublisher(runtime.queues))
     journal = JobJournal(JobStore(container), clock=runtime.deps.clock, history_limit=50, publish=outage)
     job = runtime.acceptor.accept(parse_request(request())).job
-    ended = journal.update(job.id, lambda j: runtime.journal.event(j, "cancelled by test", "test", JobState.CANCELLED))
+    ended = journal.update(job.id, lambda j: runtime.deps.event(j, "cancelled by test", "test", JobState.CANCELLED))
     assert (ended.wrote, ended.job.state, outage.calls) == (True, JobState.CANCELLED, 1)
     assert ended.job.events_published == 1  # the queued event went out; the cancellation did not
     # The ended job keeps its active entry: the sweep still sees it.
@@ -135,14 +135,14 @@ def test_a_write_of_an_ended_job_publishes_nothing_twice(make_runtime: RuntimeFa
     runtime = make_runtime()
     client = consumer(runtime)
     job = runtime.acceptor.accept(parse_request(request())).job
-    ended = runtime.journal.update(job.id, lambda j: runtime.journal.event(j, "cancelled", "test", JobState.CANCELLED))
+    ended = runtime.journal.update(job.id, lambda j: runtime.deps.event(j, "cancelled", "test", JobState.CANCELLED))
     assert ended.job.events_published < ended.job.state_changes[-1].seq  # recorded by its active entry going
     assert [e["type"] for e in event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id]] == [
         "com.haste.job.queued",
         "com.haste.job.cancelled",
     ]
     # A later note on the ended job (a re-run links it, say) is a write like any other: nothing to publish.
-    noted = runtime.journal.update(job.id, lambda j: runtime.journal.event(j, "a note on an ended job", "test"))
+    noted = runtime.journal.update(job.id, lambda j: runtime.deps.event(j, "a note on an ended job", "test"))
     assert noted.wrote
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id] == []
 
@@ -153,7 +153,7 @@ def test_a_crash_between_store_and_publish_is_caught_up(make_runtime: RuntimeFac
     container = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
     crashed = JobStore(container)  # stores the change, dies before it publishes
     job = runtime.acceptor.accept(parse_request(request())).job
-    crashed.update(job.id, lambda j: runtime.journal.event(j, "submitting", "test", JobState.SUBMITTING))
+    crashed.update(job.id, lambda j: runtime.deps.event(j, "submitting", "test", JobState.SUBMITTING))
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id][-1]["data"]["sequence"] == 1
     stored = runtime.store.get(job.id)
     later = stored.updated_at + timedelta(seconds=PUBLISH_GRACE_S + 1)
@@ -162,7 +162,7 @@ def test_a_crash_between_store_and_publish_is_caught_up(make_runtime: RuntimeFac
     events = event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id]
     assert [(e["data"]["sequence"], e["data"]["state"]) for e in events] == [(2, "submitting")]
     # The next write of the job publishes nothing twice.
-    runtime.journal.update(job.id, lambda j: runtime.journal.event(j, "a note, no change of state", "test"))
+    runtime.journal.update(job.id, lambda j: runtime.deps.event(j, "a note, no change of state", "test"))
     assert event_queue.of_jobs(event_queue.drain(client), [job.id])[job.id] == []
 
 

@@ -67,7 +67,7 @@ def test_a_chain_message_that_arrives_before_the_handle_is_stored_comes_back(
     job_id = runtime.acceptor.accept(parse_request(request(inputs=[]))).job.id
     first = JobMessage(job_id=job_id, kind="poll", poll_seq=0)
     if state is JobState.SUBMITTING:
-        runtime.journal.update(job_id, lambda j: runtime.journal.event(j, "submitting", "submit", state=state))
+        runtime.journal.update(job_id, lambda j: runtime.deps.event(j, "submitting", "submit", state=state))
     runtime.poll.handle(first)  # the submit step sent it and has not stored the handle yet
     deadline = time.monotonic() + 10
     # Only this job's messages: the queue is the worker's, and an earlier test's workload may still nudge it.

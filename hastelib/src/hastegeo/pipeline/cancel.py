@@ -33,14 +33,14 @@ class CancelStep:
             if job.state not in CANCELLABLE:
                 raise ConflictError(f"Job {job.id} is {job.state.value} and can no longer be cancelled")
             if job.state is JobState.QUEUED:
-                return deps.journal.event(
+                return deps.event(
                     job,
                     message="cancelled before it was submitted",
                     source="api",
                     state=JobState.CANCELLED,
                     reason="cancelled by request",
                 )
-            return deps.journal.event(
+            return deps.event(
                 job,
                 message="cancellation requested",
                 source="api",

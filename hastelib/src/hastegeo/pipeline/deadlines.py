@@ -49,7 +49,7 @@ def expire(deps: PipelineDeps, job: Job, source: str) -> bool:
         if current.state.terminal or deps.clock() <= current.deadline_at:
             return None
         reason = expiry_reason(current)
-        return deps.journal.event(current, f"failed: {reason}", source, JobState.FAILED, reason=reason)
+        return deps.event(current, f"failed: {reason}", source, JobState.FAILED, reason=reason)
 
     update = deps.journal.update(job.id, change, reason_class="deadline")
     if update.wrote and update.job.handle is not None:

@@ -19,6 +19,8 @@ from hastegeo.compute.router import ComputeRouter
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings
 from hastegeo.models.job import Job
+from hastegeo.models.moves import record
+from hastegeo.models.states import JobState
 from hastegeo.pipeline.admission import Admission
 from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.journal import JobJournal
@@ -60,6 +62,21 @@ class PipelineDeps:
 
     def output_location(self, job_id: str) -> BlobLocation:
         return BlobLocation(container=self.settings.storage.outputs_container, path=f"jobs/{job_id}")
+
+    def event(
+        self,
+        job: Job,
+        message: str,
+        source: str,
+        state: JobState | None = None,
+        *,
+        at: datetime | None = None,
+        **fields: Any,
+    ) -> Job:
+        """:func:`~hastegeo.models.moves.record` with this pipeline's history limit, at ``at`` (a step's start)
+        or now: the value a change function returns, written by the journal."""
+        limit = self.settings.pipeline.history_limit
+        return record(job, now=at or self.clock(), limit=limit, message=message, source=source, state=state, **fields)
 
     def cancel_provider(self, handle: ComputeJobHandle, job: Job | str, retried_by: str) -> None:
         """Ask the provider to stop the job of ``handle`` (``job``, or its id); a failure is logged, never raised.

@@ -56,7 +56,7 @@ class Failover:
         def change(current: Job) -> Job | None:
             if current.state is not JobState.RUNNING or current.handle != handle or current.moving is not None:
                 return None
-            return self._deps.journal.event(current, f"{line}; moving to {target}", SOURCE, moving=line)
+            return self._deps.event(current, f"{line}; moving to {target}", SOURCE, moving=line)
 
         self._deps.journal.update(job.id, change, known=version)
         return True
@@ -76,7 +76,7 @@ class Failover:
             if current.state is not JobState.RUNNING or current.handle != handle or current.moving is None:
                 return None
             now = deps.clock()
-            return deps.journal.event(
+            return deps.event(
                 current,
                 f"moved from {current.backend} to {target}: its provider job is gone",
                 SOURCE,

@@ -21,6 +21,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.admission import HandOver
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.journal import Change, Written
 from hastegeo.pipeline.outputs import OutputReads
 from hastegeo.pipeline.progress import progress_lines, with_workload_lines
 from hastegeo.processors.base import PostprocessError
@@ -34,7 +35,8 @@ SOURCE = "poll"
 
 class FinishStep:
     def __init__(self, deps: PipelineDeps, acceptor: JobAcceptor, hand_over: HandOver | None = None) -> None:
-        """``hand_over`` submits a job that got the seat this job's end freed (ADR 0032), in this step."""
+        """``hand_over`` submits a job that got the seat this job's end freed (ADR 0032), in this step,
+        after the write that freed it (none: the jobs get submit messages)."""
         self._deps = deps
         self._acceptor = acceptor
         self._hand_over = hand_over
@@ -50,7 +52,8 @@ class FinishStep:
             else:
                 reason = status.reason or f"the workload failed (exit code {status.exit_code})"
                 state, line = JobState.FAILED, f"failed: {reason}"
-            if deps.journal.end(job.id, state, line, source=SOURCE, reason=reason, hand_over=self._hand_over):
+            ending = deps.journal.ending(state, line, source=SOURCE, reason=reason)
+            if self._write(job.id, ending).wrote:
                 self._chain_ended(job, message)
             deps.service.cleanup(job.handle)
             return
@@ -64,9 +67,9 @@ class FinishStep:
             late = late if current.state is JobState.CANCEL_REQUESTED else ""
             if status.detail and status.detail != current.detail:
                 # What happened since the last poll (a preemption, say) still deserves its line.
-                current = deps.journal.event(current, status.detail, SOURCE, at=began)
+                current = deps.event(current, status.detail, SOURCE, at=began)
             line = f"workload finished (exit code {status.exit_code}){late}; post-processing"
-            return deps.journal.event(current, line, SOURCE, JobState.POSTPROCESSING, at=began)
+            return deps.event(current, line, SOURCE, JobState.POSTPROCESSING, at=began)
 
         if self._quick(job):
             # One write for both moves (ADR 0016): a crash before it leaves the job running, and the
@@ -78,8 +81,7 @@ class FinishStep:
             moved = start(current)
             return None if moved is current else moved
 
-        # The write that frees the job's admission seat: the next job in turn is submitted here (ADR 0032).
-        moved = deps.journal.update(job.id, moving, known=version, hand_over=self._hand_over)
+        moved = self._write(job.id, moving, known=version)
         if moved.wrote:  # otherwise another delivery got there first and is finishing it
             meter.workload_ended(job, began)
             self._finish(moved.version, message)
@@ -127,15 +129,8 @@ class FinishStep:
             result = processor.postprocess(job, reads.access, job.handle.output)
         except PostprocessError as exc:
             line = f"post-processing failed: {exc}"
-            ended = deps.journal.end(
-                job.id,
-                JobState.FAILED,
-                line,
-                source="postprocess",
-                reason=str(exc),
-                before=start,
-                hand_over=self._hand_over,
-            )
+            failing = deps.journal.ending(JobState.FAILED, line, source="postprocess", reason=str(exc), before=start)
+            ended = self._write(job.id, failing).wrote
             if ended:
                 self._chain_ended(job, message)
             return ended
@@ -153,14 +148,14 @@ class FinishStep:
             if updated.state is not JobState.POSTPROCESSING:
                 return None
             for line in notes:
-                updated = deps.journal.event(updated, message=line, source="postprocess")
+                updated = deps.event(updated, message=line, source="postprocess")
             limit = deps.settings.pipeline.history_limit
             updated = with_workload_lines(updated, last_lines, now=deps.clock(), limit=limit)  # the running band
             for line in follow_ons:
-                updated = deps.journal.event(updated, message=line, source="postprocess")
+                updated = deps.event(updated, message=line, source="postprocess")
             if note:
-                updated = deps.journal.event(updated, message=f"cleanup skipped: {note}", source="cleanup")
-            return deps.journal.event(
+                updated = deps.event(updated, message=f"cleanup skipped: {note}", source="cleanup")
+            return deps.event(
                 updated,
                 message=f"succeeded with {len(result.outputs)} output(s)",
                 source="postprocess",
@@ -170,10 +165,17 @@ class FinishStep:
                 progress=1.0,
             )
 
-        finished = deps.journal.update(job.id, done, known=version, hand_over=self._hand_over)
+        finished = self._write(job.id, done, known=version)
         if finished.wrote:  # this call wrote the success (another delivery may have)
             self._chain_ended(finished.job, message)
         return finished.wrote
+
+    def _write(self, job_id: str, change: Change, *, known: Versioned | None = None) -> Written:
+        """Write ``change``; the jobs that got the admission seat it freed are submitted here, after it (ADR 0032)."""
+        written = self._deps.journal.update(job_id, change, known=known, hand_over=self._hand_over is not None)
+        if written.admitted and self._deps.admission is not None and self._hand_over is not None:
+            self._deps.admission.hand_over(written.admitted, self._hand_over)
+        return written
 
     def _start_follow_ons(self, job: Job, requests: list[JobRequest]) -> list[str]:
         lines = []

@@ -13,8 +13,9 @@ The journal then does, in this order and nothing else:
 3. **the seat**: a write that moved the job out of the states that hold an admission
    seat (to post-processing, to an end, or back to ``queued`` for another backend)
    frees it (ADR 0032). This is the one place a seat is freed.
-4. **the hand-over**: the jobs that got the freed seats go to the caller's
-   ``hand_over`` (the poll step submits them itself) or get a submit message.
+4. **the hand-over**: the jobs that got the freed seats get a submit message, or are
+   returned to the caller to submit itself, after the journal is done (the poll step's
+   finishing does: a freed seat does not wait for a queue's round trip).
 5. **the end**: a write that ended the job is counted, traced and logged, once.
 
 Crash windows, and who repairs each:
@@ -39,7 +40,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from azure.core.exceptions import AzureError
 
@@ -48,7 +48,7 @@ from hastegeo.models.changes import StateChange
 from hastegeo.models.job import Job
 from hastegeo.models.moves import record
 from hastegeo.models.states import JobState
-from hastegeo.pipeline.admission import Admission, HandOver
+from hastegeo.pipeline.admission import Admission
 from hastegeo.store.jobs import JobStore, Update, Versioned
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
@@ -67,6 +67,14 @@ PUBLISH_GRACE_S = 60.0
 # The states in which a job holds its admission seat (ADR 0032): from the submission until its
 # provider's job ended. Leaving them frees it.
 HOLDS_SEAT = frozenset({JobState.SUBMITTING, JobState.RUNNING, JobState.CANCEL_REQUESTED})
+
+
+@dataclass(frozen=True)
+class Written(Update):
+    """What :meth:`JobJournal.update` did; ``admitted``: the jobs that got the seat it freed, when the
+    caller asked to hand them over itself (:meth:`hastegeo.pipeline.admission.Admission.hand_over`)."""
+
+    admitted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,32 +106,6 @@ class JobJournal:
         self._publish = publish
         self._admission = admission
 
-    # -- a change, as a value ------------------------------------------------------------
-
-    def event(
-        self,
-        job: Job,
-        message: str,
-        source: str,
-        state: JobState | None = None,
-        *,
-        at: datetime | None = None,
-        **fields: Any,
-    ) -> Job:
-        """``job`` moved to ``state`` (checked by the state machine) with one history event, at ``at`` or now.
-
-        Pure: the value a change function returns; :meth:`update` writes it.
-        """
-        return record(
-            job,
-            now=at or self._clock(),
-            limit=self._history_limit,
-            message=message,
-            source=source,
-            state=state,
-            **fields,
-        )
-
     # -- writes --------------------------------------------------------------------------
 
     def create(self, job: Job) -> Versioned | None:
@@ -137,13 +119,14 @@ class JobJournal:
         change: Change,
         *,
         known: Versioned | None = None,
-        hand_over: HandOver | None = None,
+        hand_over: bool = False,
         reason_class: ReasonClass = "workload",
-    ) -> Update:
+    ) -> Written:
         """Write ``change`` (steps 1 to 5 of the module docstring); the job as stored after them.
 
-        ``hand_over`` submits, in this step, the jobs that get the seat this change frees;
-        ``reason_class`` says which kind of failure an ending write records, for metrics and the span.
+        ``hand_over``: the jobs that get the seat this change frees are returned (:attr:`Written.admitted`)
+        for the caller to submit itself, instead of getting submit messages. ``reason_class`` says which
+        kind of failure an ending write records, for metrics and the span.
 
         Raises:
             JobNotFoundError: no such job.
@@ -152,12 +135,13 @@ class JobJournal:
         """
         written = self.store.update(job_id, change, known=known)
         if not written.wrote or written.previous.terminal:
-            return written  # an ended job's events and seat were dealt with by the write that ended it
+            # Nothing written, or a note on an ended job: its events and seat were the ending write's.
+            return Written(written.job, written.etag, written.wrote, written.previous)
         version = self._published(written.version, ended=written.ended)
-        self._free_seat(written, hand_over)
+        admitted = self._free_seat(written, hand_over)
         if written.ended:
             ended_job(version.job, reason_class)
-        return Update(version.job, version.etag, wrote=True, previous=written.previous)
+        return Written(version.job, version.etag, True, written.previous, admitted=tuple(admitted))
 
     def end(
         self,
@@ -169,20 +153,41 @@ class JobJournal:
         reason: str | None,
         reason_class: ReasonClass = "workload",
         before: Callable[[Job], Job] | None = None,
-        hand_over: HandOver | None = None,
     ) -> bool:
         """Move a job to a terminal ``state`` with one event, unless it has already ended.
 
         ``before`` (pure) adds what happened first to the same write (a move not stored yet).
         Returns True when this call ended it (another writer may have got there first).
         """
+        change = self.ending(state, message, source=source, reason=reason, before=before)
+        return self.update(job_id, change, reason_class=reason_class).wrote
+
+    def ending(
+        self,
+        state: JobState,
+        message: str,
+        *,
+        source: str,
+        reason: str | None,
+        before: Callable[[Job], Job] | None = None,
+    ) -> Change:
+        """The change that moves a job to a terminal ``state`` with one event (None once it has ended)."""
 
         def change(job: Job) -> Job | None:
             if job.state.terminal:
                 return None
-            return self.event(before(job) if before else job, message, source, state, reason=reason)
+            job = before(job) if before else job
+            return record(
+                job,
+                now=self._clock(),
+                limit=self._history_limit,
+                message=message,
+                source=source,
+                state=state,
+                reason=reason,
+            )
 
-        return self.update(job_id, change, hand_over=hand_over, reason_class=reason_class).wrote
+        return change
 
     # -- the steps after a write ---------------------------------------------------------
 
@@ -226,19 +231,21 @@ class JobJournal:
             return False
         return True
 
-    def _free_seat(self, written: Update, hand_over: HandOver | None) -> None:
-        """Free the seat of a job that this write moved out of :data:`HOLDS_SEAT`, and hand the freed seats over.
+    def _free_seat(self, written: Update, hand_over: bool) -> list[str]:
+        """Free the seat of a job that this write moved out of :data:`HOLDS_SEAT`; the jobs that got it.
 
-        A failure costs only time: the job's next move frees it again, and the reconciler's repair frees
-        the seats of jobs that have ended.
+        They get submit messages, unless the caller hands them over itself (``hand_over``). A failure
+        costs only time: the job's next move frees it again, and the reconciler's repair frees the seats
+        of jobs that have ended.
         """
         state = written.job.state
         if self._admission is None or state is written.previous or state in HOLDS_SEAT:
-            return
+            return []
         try:
-            self._admission.free([written.job.id], hand_over)
+            return self._admission.free([written.job.id], send=not hand_over)
         except (ConflictError, AzureError) as exc:
             log.info("admission: seat of job %s not freed yet (%s)", written.job.id, type(exc).__name__)
+            return []
 
     # -- the reconciler's sweep ----------------------------------------------------------
 

@@ -40,7 +40,7 @@ class PoisonStep:
                 return None
             cause = job.last_error or "no error was recorded"
             reason = f"gave up after repeated failures of the {step} step; last error: {cause}"
-            return deps.journal.event(
+            return deps.event(
                 job,
                 message=f"failed: {reason}",
                 source="poison",

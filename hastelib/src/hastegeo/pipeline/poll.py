@@ -165,7 +165,7 @@ class PollStep:
             limit = deps.settings.pipeline.history_limit
             updated = with_workload_lines(current, fresh, now=deps.clock(), limit=limit)
             if changed:
-                updated = deps.journal.event(updated, message=note, source=SOURCE)
+                updated = deps.event(updated, message=note, source=SOURCE)
             if fresh:
                 updates["progress_offset"] = current.progress_offset + consumed
             return updated.model_copy(update=updates)
@@ -190,7 +190,7 @@ class PollStep:
                 updates.update(pending.fields() if pending else {})
             if current.last_error == message:
                 return current.model_copy(update=updates)
-            return deps.journal.event(current, message=message, source=SOURCE, **updates)
+            return deps.event(current, message=message, source=SOURCE, **updates)
 
         deps.journal.update(job.id, change, known=version)
 

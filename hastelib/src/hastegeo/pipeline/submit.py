@@ -126,7 +126,7 @@ class SubmitStep:
         def change(job: Job) -> Job | None:
             if job.state is not JobState.QUEUED or job.handle is not None or job.waiting_for_compute == reason:
                 return None
-            return deps.journal.event(job, f"waiting: {reason}", SOURCE, waiting_for_compute=reason)
+            return deps.event(job, f"waiting: {reason}", SOURCE, waiting_for_compute=reason)
 
         deps.journal.update(job.id, change, known=version)
         return True
@@ -135,7 +135,7 @@ class SubmitStep:
         """A transient failure, with the attempt's count (no write before the attempt recorded it)."""
         if job.state.terminal or job.handle is not None:
             return None  # ended, or another delivery bound it meanwhile
-        return self._deps.journal.event(
+        return self._deps.event(
             job,
             message=f"submit attempt {attempt} on {job.backend} failed, will retry: {cause}",
             source=SOURCE,
@@ -153,7 +153,7 @@ class SubmitStep:
         deps = self._deps
         if job.state is JobState.QUEUED:
             attempt = max(attempt, job.attempts.submit + 1)  # a failed attempt recorded meanwhile counts
-            job = deps.journal.event(
+            job = deps.event(
                 job,
                 message=f"submitting to {job.backend}" + (f" (attempt {attempt})" if attempt > 1 else ""),
                 source=SOURCE,
@@ -168,7 +168,7 @@ class SubmitStep:
         # of its own carry it in the "notes" id.
         notes = handle.notes or handle.provider_ids.get("notes")
         target = JobState.RUNNING if job.state is JobState.SUBMITTING else None
-        return deps.journal.event(
+        return deps.event(
             job,
             message=f"submitted to {handle.backend} ({ids})" + (f"; {notes}" if notes else ""),
             source=SOURCE,

@@ -68,9 +68,9 @@ class Admission:
         self._dispatch(admitted, None)
         return reason
 
-    def free(self, job_ids: Collection[str], hand_over: HandOver | None = None) -> list[str]:
-        """The jobs ``job_ids`` left their provider: free their seats and send the jobs that got one on their
-        way (returned): to ``hand_over``, else as submit messages.
+    def free(self, job_ids: Collection[str], *, send: bool = True) -> list[str]:
+        """The jobs ``job_ids`` left their provider: free their seats; the jobs that got one (returned) get
+        submit messages, or, without ``send``, are the caller's to hand over (:meth:`hand_over`).
 
         Raises:
             ConflictError: the book kept changing.
@@ -79,8 +79,13 @@ class Admission:
         if not self.active or not job_ids:
             return []
         admitted = self._book.change(lambda book: free(book, job_ids, self._limits))
-        self._dispatch(admitted, hand_over)
+        if send:
+            self._dispatch(admitted, None)
         return admitted
+
+    def hand_over(self, job_ids: Collection[str], submit: HandOver) -> None:
+        """Submit the jobs that just got a seat, here (``submit``), each as seated; a failure sends its message."""
+        self._dispatch(list(job_ids), submit)
 
     def repair(self, unfinished: Collection[str], listed_at: datetime) -> list[str]:
         """Free the seats of jobs that ended without freeing them (a crash, a lost publish); returns those jobs."""
