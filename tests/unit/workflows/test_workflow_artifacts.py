@@ -19,7 +19,7 @@ def run_artifacts(root: Path, files: dict[str, bytes], params: dict[str, Any]) -
     (root / "params.json").write_text(json.dumps(params))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HASTE_")}
     return subprocess.run(
-        [sys.executable, "-m", "hastegeo.workflows.artifacts"],
+        [sys.executable, "-m", "hastegeo.workloads.artifacts"],
         env={**env, "HASTE_JOB_WORKDIR": str(root)},
         capture_output=True,
         text=True,

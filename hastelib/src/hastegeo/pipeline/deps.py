@@ -20,13 +20,13 @@ from hastegeo.models.history import append_event, make_event
 from hastegeo.models.job import Job, QueuedMessage
 from hastegeo.models.states import JobState, transition
 from hastegeo.pipeline.admission import Admission
-from hastegeo.processors.base import Processor, SpecInputs
 from hastegeo.store.jobs import JobStore, Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.telemetry.meter import ReasonClass
 from hastegeo.utils.errors import JobNotFoundError, describe_exception
+from hastegeo.workloads.processor import Processor, SpecInputs
 
 log = logging.getLogger(__name__)
 
