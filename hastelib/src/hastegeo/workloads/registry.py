@@ -1,4 +1,4 @@
-"""The workloads this app knows, one :class:`WorkloadDescriptor` each, and their processors (docs/adr/0037).
+"""The workloads this app knows, one :class:`WorkloadDescriptor` each, found by their folders (docs/adr/0037).
 
 A workload is one folder: its package exports ``DESCRIPTOR`` (name, parameters,
 processor). Every folder of this package whose name does not start with ``_``
