@@ -18,8 +18,9 @@ from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import get_runtime
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import InvalidJobError
-from hastegeo.workloads.geospatial import PIPELINE_KEYS, TrainingProcessor
+from hastegeo.workloads.geospatial import PIPELINE_KEYS
 from hastegeo.workloads.processor import SpecInputs
+from hastegeo.workloads.training.processor import TrainingProcessor
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ScriptParams, ScriptProcessor
 
