@@ -120,6 +120,10 @@ def test_entrypoint_refuses_a_workload_of_the_other_image_and_a_missing_workdir(
     wrong = run_entrypoint(["training"], {WORKDIR_VARIABLE: "/tmp"}, fake_python)
     assert wrong.returncode == 64
     assert "does not run in this image" in wrong.stderr
+    # No list of names to keep: a workload added as a folder is refused the same way by an image without it.
+    sixth = run_entrypoint(["tilecount"], {WORKDIR_VARIABLE: "/tmp"}, fake_python)
+    assert sixth.returncode == 64
+    assert "workload tilecount does not run in this image (it runs: imagery embedding)" in sixth.stderr
     missing = run_entrypoint(["imagery"], {}, fake_python)
     assert missing.returncode == 64
     assert WORKDIR_VARIABLE in missing.stderr
