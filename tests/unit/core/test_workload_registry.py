@@ -54,8 +54,12 @@ def test_the_names_are_derived_from_the_registry_everywhere() -> None:
     assert len(schema["allOf"]) == len(BUILT_IN)
     assert tuple(DEFAULT_COMPUTE) == BUILT_IN
     assert set(processors()) == set(BUILT_IN)
-    with pytest.raises(ValidationError, match=r"Input should be 'imagery', 'training', 'inference', 'embedding' or"):
-        JobRequest.model_validate({"workload": "tilecount", "projectId": "p1"})
+    for unknown in ("tilecount", 5, None):  # refused as the Literal these names once were refused them
+        with pytest.raises(ValidationError) as caught:
+            JobRequest.model_validate({"workload": unknown, "projectId": "p1"})
+        (error,) = caught.value.errors(include_url=False)
+        assert error["type"] == "literal_error"
+        assert error["msg"] == "Input should be 'imagery', 'training', 'inference', 'embedding' or 'artifacts'"
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
@@ -47,8 +48,8 @@ def _known_backend(value: str) -> str:
 BackendChoice = Annotated[str, AfterValidator(_known_backend)]
 
 
-def _known_workload(value: str) -> str:
-    """A workload some folder declares (docs/adr/0037), refused in the words a ``Literal`` of them would use."""
+def _known_workload(value: object) -> object:
+    """A workload some folder declares (docs/adr/0037), anything else refused as a ``Literal`` of them would be."""
     names = workload_names()
     if value not in names:
         quoted = [repr(name) for name in names]
@@ -67,7 +68,7 @@ class _WorkloadEnum:
 
 
 # The workload names are derived from the registry, never copied: a new workload folder is accepted here.
-Workload = Annotated[str, AfterValidator(_known_workload), _WorkloadEnum()]
+Workload = Annotated[str, BeforeValidator(_known_workload), _WorkloadEnum()]
 
 _LABEL_KEY = re.compile(r"[A-Za-z0-9_.\-]{1,63}")
 # What an upstream service correlates by: printable ASCII without spaces, returned in every job event.
