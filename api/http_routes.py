@@ -20,7 +20,7 @@ from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
-from hastegeo.compute.registry import backend_names
+from hastegeo.compute.catalog import backend_names
 from hastegeo.events import trace_context
 from hastegeo.models.ids import ID_RULE, is_id
 from hastegeo.models.job import Job

@@ -14,12 +14,12 @@ from typing import Any
 from api.console_policy import openapi_paths as console_paths
 from api.openapi_names import name_every_object
 from hastegeo import __version__
-from hastegeo.compute.registry import backend_names
+from hastegeo.compute.catalog import backend_names
 from hastegeo.models.ids import ID_BODY, ID_PATTERN
 from hastegeo.models.job import INTERNAL_FIELDS, Job, JobRequest
 from hastegeo.models.states import JobState
-from hastegeo.processors import PROCESSORS
 from hastegeo.store.cursor import TOKEN_MAX_CHARS
+from hastegeo.workloads.processor import processors
 
 _REF = "#/components/schemas/"
 
@@ -151,7 +151,7 @@ def _parameter_schemas(schemas: dict[str, Any]) -> None:
     2020-12, which OpenAPI 3.1 uses) applies the one matching ``workload``.
     """
     rules = []
-    for workload, processor in PROCESSORS.items():
+    for workload, processor in processors().items():
         name = f"{workload.capitalize()}Parameters"
         schema = processor.params_model.model_json_schema(by_alias=True, ref_template=_REF + "{model}")
         schemas.update(schema.pop("$defs", {}))

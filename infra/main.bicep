@@ -261,7 +261,7 @@ var amlSubscription = amlMode == 'Create' || empty(amlSubscriptionId) ? subscrip
 var amlGroup = amlMode == 'Create' || empty(amlResourceGroup) ? 'rg-${environmentName}' : amlResourceGroup
 var amlWorkspaceName = empty(amlWorkspace) ? 'mlw-haste-${token}' : amlWorkspace
 // The image jobs run in while Azure ML is enabled and AML_IMAGE is left empty: the training image the
-// images step pushes to this environment's registry. Azure ML runs `python -m hastegeo.workflows.<w>`
+// images step pushes to this environment's registry. Azure ML runs `python -m hastegeo.workloads.<w>`
 // directly (not the image's entrypoint), and the training image holds the whole geospatial stack, so
 // it runs all five workloads. Create mode also registers it as the Environment haste-runtime.
 var amlRuntimeImage = '${registry.outputs.loginServer}/haste-train:${imageTag}'

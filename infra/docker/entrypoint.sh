@@ -1,7 +1,7 @@
 #!/bin/sh
 # Entry point of the haste compute images.
 #
-#   haste-entrypoint <workload> [args...]   run python -m hastegeo.workflows.<workload>
+#   haste-entrypoint <workload> [args...]   run python -m hastegeo.workloads.<workload>
 #   haste-entrypoint <command> [args...]    run any other command (Batch passes `/bin/sh -c '...'`)
 #
 # HASTE_JOB_WORKDIR is the provider-neutral job working directory; Azure Batch's
@@ -29,14 +29,18 @@ case " ${HASTE_WORKLOADS} " in
       exit 64
     fi
     cd "$HASTE_JOB_WORKDIR"
-    exec python -m "hastegeo.workflows.${workload}" "$@"
+    exec python -m "hastegeo.workloads.${workload}" "$@"
     ;;
 esac
 
+# A bare name that is no command here is a workload of another image: say so, with no list of names to keep.
 case "$1" in
-  imagery | training | inference | embedding | artifacts)
-    echo "workload $1 does not run in this image (it runs: ${HASTE_WORKLOADS})" >&2
-    exit 64
+  */* | -*) ;;
+  *)
+    if ! command -v "$1" >/dev/null 2>&1; then
+      echo "workload $1 does not run in this image (it runs: ${HASTE_WORKLOADS}), and no command is named $1" >&2
+      exit 64
+    fi
     ;;
 esac
 

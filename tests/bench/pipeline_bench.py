@@ -1,6 +1,6 @@
 """``make bench``: N trivial jobs at once through the HTTP API, beside N plain subprocess runs.
 
-Both sides run the same workload (``python -m hastegeo.workflows.artifacts``
+Both sides run the same workload (``python -m hastegeo.workloads.artifacts``
 on one small staged input) at the same concurrency and the same CPU priority
 (each bare run, like each local job, in a session of its own at
 ``HASTE_LOCAL_NICENESS``). Like with like: every round runs the bare
@@ -72,7 +72,7 @@ GOAL_ACCEPT_PER_S = 100.0
 GOAL_IDLE_START_MS = 68.0
 GOAL_IDLE_END_MS = 89.0
 IDLE_S = 5.0  # how long the host's CPU is measured with no job, before the burst
-WORKLOAD = [sys.executable, "-m", "hastegeo.workflows.artifacts"]
+WORKLOAD = [sys.executable, "-m", "hastegeo.workloads.artifacts"]
 _WORDS = [f"w{n:03d}" for n in range(1000)]
 
 

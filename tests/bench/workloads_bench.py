@@ -3,7 +3,7 @@
     python -m tests.bench.workloads_bench                 # 512 and 4096 pixel scenes
     python -m tests.bench.workloads_bench --sizes 512 2048 --keep /tmp/bench
 
-Each workload runs as its own process (``python -m hastegeo.workflows.<name>``,
+Each workload runs as its own process (``python -m hastegeo.workloads.<name>``,
 as the local backend runs it), and its peak resident memory comes from
 ``os.wait4`` for that very child, so the numbers do not mix. The chain is
 imagery (both tiles) -> training -> inference -> embedding. Memory should
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hastegeo.workflows.sample_data import generate
+from hastegeo.workloads._run.sample_data import generate
 
 WORKLOADS = ("imagery", "training", "inference", "embedding")
 
@@ -46,7 +46,7 @@ def run_measured(workload: str, workdir: Path, size: int = 0) -> Measurement:
     started = time.monotonic()
     with tempfile.TemporaryFile() as stderr:
         child = subprocess.Popen(
-            [sys.executable, "-m", f"hastegeo.workflows.{workload}"], env=env, stdout=subprocess.DEVNULL, stderr=stderr
+            [sys.executable, "-m", f"hastegeo.workloads.{workload}"], env=env, stdout=subprocess.DEVNULL, stderr=stderr
         )
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)

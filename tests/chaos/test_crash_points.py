@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.processors.artifacts import ArtifactsProcessor
 from hastegeo.runtime import Runtime
 from hastegeo.store.queues import JobMessage
+from hastegeo.workloads.artifacts.processor import ArtifactsProcessor
 from tests.conftest import RuntimeFactory
 
 from . import ground_truth

@@ -53,12 +53,12 @@ from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.exits import ExitHandler
-from hastegeo.processors.artifacts import ArtifactsProcessor
-from hastegeo.processors.base import OutputAccess, PostprocessResult
 from hastegeo.runtime import Runtime, ensure_storage
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import ConflictError
+from hastegeo.workloads.artifacts.processor import ArtifactsProcessor
+from hastegeo.workloads.processor import OutputAccess, PostprocessResult
 from hastegeo_dev.devhost.azurite import Azurite
 from tests.support.runtime import development_runtime
 

@@ -20,12 +20,12 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import TERMINAL, ApiClient
 from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
+from hastegeo.compute.catalog import descriptors
 from hastegeo.compute.context import BackendContext
-from hastegeo.compute.registry import descriptors
 from hastegeo.runtime import ensure_storage, reset_runtime
 from hastegeo.settings import get_settings
-from hastegeo.workflows.artifacts import package
-from hastegeo.workflows.runtime import WORKDIR_VARIABLE, iter_files, run_main
+from hastegeo.workloads._run.runtime import WORKDIR_VARIABLE, iter_files, run_main
+from hastegeo.workloads.artifacts.run import package
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.devhost.functions import load_app
 from hastegeo_dev.devhost.host import DevHost

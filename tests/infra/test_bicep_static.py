@@ -14,8 +14,8 @@ from types import ModuleType
 import pytest
 import yaml
 
-from hastegeo.compute.contract import WORKLOADS
 from hastegeo.store.queues import ALL_QUEUES, POISON_SUFFIX
+from hastegeo.workloads.registry import workload_names
 from tests.drift.conftest import REPO, load_drift
 
 INFRA = REPO / "infra"
@@ -188,7 +188,7 @@ def test_functions_app_is_flex_consumption_python_311_with_identity_and_cors() -
 def test_batch_pools_cover_every_workload_and_scale_to_zero() -> None:
     main = read(INFRA / "main.bicep")
     pooled = set(re.findall(r"\{ name: '(\w+)', image: 'haste-(?:geo|train)'", main))
-    assert pooled == set(WORKLOADS)
+    assert pooled == set(workload_names())
     batch = read(INFRA / "modules" / "batch.bicep")
     assert "'AAD'" in batch
     assert "SharedKey" not in batch

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.workflows.runtime import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
+from hastegeo.workloads._run.runtime import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from tests.drift.conftest import REPO
 from tests.infra import dockerignore
 
@@ -91,7 +91,7 @@ def run_entrypoint(args: list[str], env: dict[str, str], bin_dir: Path) -> subpr
 def test_entrypoint_runs_the_workload_module_in_the_workdir(fake_python: Path, tmp_path: Path) -> None:
     result = run_entrypoint(["imagery", "--flag"], {WORKDIR_VARIABLE: str(tmp_path)}, fake_python)
     assert result.returncode == 0, result.stderr
-    assert "argv=-m hastegeo.workflows.imagery --flag" in result.stdout
+    assert "argv=-m hastegeo.workloads.imagery --flag" in result.stdout
     assert f"cwd={tmp_path}" in result.stdout
 
 
@@ -120,6 +120,10 @@ def test_entrypoint_refuses_a_workload_of_the_other_image_and_a_missing_workdir(
     wrong = run_entrypoint(["training"], {WORKDIR_VARIABLE: "/tmp"}, fake_python)
     assert wrong.returncode == 64
     assert "does not run in this image" in wrong.stderr
+    # No list of names to keep: a workload added as a folder is refused the same way by an image without it.
+    sixth = run_entrypoint(["tilecount"], {WORKDIR_VARIABLE: "/tmp"}, fake_python)
+    assert sixth.returncode == 64
+    assert "workload tilecount does not run in this image (it runs: imagery embedding)" in sixth.stderr
     missing = run_entrypoint(["imagery"], {}, fake_python)
     assert missing.returncode == 64
     assert WORKDIR_VARIABLE in missing.stderr

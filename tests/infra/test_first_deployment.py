@@ -14,11 +14,11 @@ import yaml
 
 from hastegeo.compute.azure_ml.entities import source_description
 from hastegeo.compute.azure_ml.settings import AmlSettings
-from hastegeo.compute.contract import WORKLOADS
 from hastegeo.config import PipelineSettings
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import REQUESTS_QUEUE
 from hastegeo.utils.errors import ConfigurationError
+from hastegeo.workloads.registry import workload_names
 from tests.drift.conftest import REPO, load_drift
 from tests.infra.emitted import as_environment, emitted_app_settings, module_params, read
 
@@ -68,7 +68,7 @@ def test_a_deployment_left_at_its_defaults_runs_every_workload_on_azure_batch(dr
     settings = load_settings(as_environment(drift, emitted_app_settings(drift)))
     assert settings.routing.enabled_backends == ["azure_batch"]
     assert settings.routing.default_backend == "auto"  # auto over the enabled backends: Batch
-    assert settings.backend("azure_batch").workloads(WORKLOADS) == frozenset(WORKLOADS)
+    assert settings.backend("azure_batch").workloads(workload_names()) == frozenset(workload_names())
     assert re.search(r"^module batch 'modules/batch\.bicep' = \{", read("main.bicep"), re.MULTILINE), (
         "the Batch account and its pools exist in every deployment"
     )
@@ -87,7 +87,7 @@ def test_create_mode_defaults_give_every_job_an_image(drift: ModuleType) -> None
     emitted = emitted_app_settings(drift, {"AML_MODE": "Create", "HASTE_BACKENDS_ENABLED": "azure_batch,azure_ml"})
     assert isinstance(emitted["AML_IMAGE"], drift.Opaque), "filled in from the registry, never empty"
     settings = load_settings(as_environment(drift, emitted))
-    assert settings.backend("azure_ml").workloads(WORKLOADS) == frozenset(WORKLOADS)
+    assert settings.backend("azure_ml").workloads(workload_names()) == frozenset(workload_names())
     aml = settings.section(AmlSettings)
     assert source_description(aml) == f"image:{aml.image}"  # no spec needs to name one
     main = read("main.bicep")
@@ -117,7 +117,7 @@ def test_the_operator_image_wins_and_disabled_mode_emits_none(drift: ModuleType)
 
 
 def test_the_training_image_holds_what_every_workload_needs() -> None:
-    """Azure ML runs ``python -m hastegeo.workflows.<workload>`` in haste-train for all five workloads."""
+    """Azure ML runs ``python -m hastegeo.workloads.<workload>`` in haste-train for all five workloads."""
     requirements = (REPO / "infra" / "docker" / "train" / "requirements.txt").read_text(encoding="utf-8")
     assert "-r ../geo/requirements.txt" in requirements
     assert "pip install --no-compile ./hastelib" in (REPO / "infra" / "docker" / "train" / "Dockerfile").read_text(

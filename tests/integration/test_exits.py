@@ -10,9 +10,9 @@ import pytest
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.exits import ExitHandler
-from hastegeo.processors.base import OutputAccess, PostprocessResult
 from hastegeo.runtime import Runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo.workloads.processor import OutputAccess, PostprocessResult
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ScriptProcessor
 from tests.support.runtime import development_runtime

@@ -15,11 +15,12 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobSpec
 from hastegeo.models.job import Job, JobInput, Submitter
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.processors.base import SpecInputs
-from hastegeo.processors.geo import PIPELINE_KEYS, TrainingProcessor
 from hastegeo.runtime import get_runtime
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import InvalidJobError
+from hastegeo.workloads.geospatial import PIPELINE_KEYS
+from hastegeo.workloads.processor import SpecInputs
+from hastegeo.workloads.training.processor import TrainingProcessor
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ScriptParams, ScriptProcessor
 

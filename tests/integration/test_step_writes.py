@@ -18,10 +18,10 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJob
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.processors.base import OutputAccess, PostprocessResult, Processor
 from hastegeo.runtime import Runtime
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import TransientBackendError
+from hastegeo.workloads.processor import OutputAccess, PostprocessResult, Processor
 from tests.conftest import RuntimeFactory
 from tests.support.processors import ChainingScriptProcessor, ScriptProcessor
 

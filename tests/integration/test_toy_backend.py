@@ -19,7 +19,7 @@ import pytest
 
 from api.openapi import openapi_document
 from hastegeo.cli.main import build_parser
-from hastegeo.compute.registry import backend_names, descriptors
+from hastegeo.compute.catalog import backend_names, descriptors
 from hastegeo.runtime import get_runtime
 from hastegeo.settings import load_settings
 from hastegeo.store.queues import JobMessage

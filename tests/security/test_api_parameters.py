@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from hastegeo.models.ownership import named_inputs, parameter_refs
-from hastegeo.processors import PROCESSORS
+from hastegeo.workloads.processor import processors
 from tests.security.test_api_hostile import api, assert_problem, footprint, submit
 from tests.unit.core.test_params import PROBE_FINDINGS, example
+
+PROCESSORS = processors()
 
 __all__ = ["api"]  # the fixture, shared with the hostile-request suite
 

@@ -1,4 +1,4 @@
-"""The outbound-fetch policy (``hastegeo.workflows.fetch``) refuses every SSRF-shaped source. No real network.
+"""The outbound-fetch policy (``hastegeo.workloads.imagery.fetch``) refuses every SSRF-shaped source. No real network.
 
 DNS is injected through ``Fetcher.resolver`` and connections through ``Fetcher.connect``; a test also makes
 ``socket.getaddrinfo``/``create_connection`` explode so a leak to the real network would fail loudly.
@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from hastegeo.workflows import fetch
-from hastegeo.workflows.fetch import (
+from hastegeo.workloads._run.runtime import WorkloadError
+from hastegeo.workloads.imagery import fetch
+from hastegeo.workloads.imagery.fetch import (
     Fetcher,
     FetchPolicy,
     FetchRefused,
@@ -24,7 +25,6 @@ from hastegeo.workflows.fetch import (
     check_redirect,
     check_url,
 )
-from hastegeo.workflows.runtime import WorkloadError
 
 POLICY = FetchPolicy(allowed_hosts=frozenset({"allowed.example", "*.data.example"}))
 PUBLIC = "93.184.216.34"

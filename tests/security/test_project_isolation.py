@@ -29,11 +29,13 @@ from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo.models.job import Job, JobInput
 from hastegeo.models.ownership import SOURCE_FIELDS, parameter_refs
 from hastegeo.models.states import JobState
-from hastegeo.processors import PROCESSORS
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import REQUESTS_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo.workloads.processor import processors
 from hastegeo_dev.stack import LocalStack
 from tests.security.conftest import STACK_INPUTS_CONTAINER, stack_container, stack_queue, wait_until
+
+PROCESSORS = processors()
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.workflows.artifacts import WORKLOAD, package
-from hastegeo.workflows.runtime import PARAMS_VARIABLE, WORKDIR_VARIABLE, Workdir, WorkloadError, run_main
+from hastegeo.workloads._run.runtime import PARAMS_VARIABLE, WORKDIR_VARIABLE, Workdir, WorkloadError, run_main
+from hastegeo.workloads.artifacts.run import WORKLOAD, package
 
 ODD_NAMES = [
     "plain.txt",

@@ -6,7 +6,7 @@ import json
 
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec
 from hastegeo.models.job import Job, JobInput, JobRequest
-from hastegeo.processors.base import Params, Processor, SpecInputs, spec_name
+from hastegeo.workloads.processor import Params, Processor, SpecInputs, spec_name
 
 # Writes one output, a manifest and a progress line, like every real workload.
 SUCCEED = """

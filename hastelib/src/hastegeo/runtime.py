@@ -20,9 +20,10 @@ from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient, ExponentialRetry, LinearRetry
 from azure.storage.queue import QueueServiceClient
 
+from hastegeo.compute.catalog import descriptors
 from hastegeo.compute.context import BackendContext, utc_now
 from hastegeo.compute.descriptor import BackendFactory
-from hastegeo.compute.registry import BackendRegistry, descriptors
+from hastegeo.compute.registry import BackendRegistry
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings
@@ -44,7 +45,6 @@ from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.pipeline.rerun import Rerun
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
-from hastegeo.processors import PROCESSORS
 from hastegeo.settings import get_settings
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, EVENTS_QUEUE, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
@@ -52,6 +52,8 @@ from hastegeo.telemetry import tracer
 from hastegeo.telemetry.configure import configure_telemetry
 from hastegeo.utils.ratelimit import TokenBucket
 from hastegeo.utils.transport import transport_options
+from hastegeo.workloads.processor import processors
+from hastegeo.workloads.registry import workload_names
 
 log = logging.getLogger(__name__)
 
@@ -245,9 +247,9 @@ def build_backends(
         {
             name: RouteCandidate(
                 name=name,
-                workloads=settings.backends[name].workloads(PROCESSORS),
+                workloads=settings.backends[name].workloads(workload_names()),
                 weight=settings.routing.weights.get(name, 1.0),
-                unable=settings.backends[name].limits(PROCESSORS),
+                unable=settings.backends[name].limits(workload_names()),
             )
             for name in settings.routing.enabled_backends
         }
@@ -294,7 +296,7 @@ def build_pipeline(
         chain=PollChain(queues, settings.pipeline, clock),
         router=router,
         service=service,
-        processors=dict(PROCESSORS),
+        processors=processors(),
         clock=clock,
         admission=seats,
     )

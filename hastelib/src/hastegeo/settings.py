@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from functools import lru_cache
 
-from hastegeo.compute.registry import descriptors
+from hastegeo.compute.catalog import descriptors
 from hastegeo.config import CORE_SECTIONS, Settings, compose_settings
 from hastegeo.settings_base import BackendSection, Section
 

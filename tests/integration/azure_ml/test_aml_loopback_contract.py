@@ -222,7 +222,7 @@ def test_real_ml_client_submits_the_pinned_job_body(
                 'ln -sfn "${{inputs.input_0}}" "$HASTE_JOB_WORKDIR/inputs/"scene.tif\n'
                 'mkdir -p "$(dirname "$HASTE_JOB_WORKDIR/inputs/"tiles)"\n'
                 'ln -sfn "${{inputs.input_1}}" "$HASTE_JOB_WORKDIR/inputs/"tiles\n'
-                "exec python -m hastegeo.workflows.imagery"
+                "exec python -m hastegeo.workloads.imagery"
             ),
             "computeId": f"{WS}/computes/haste-cpu",
             "properties": {},

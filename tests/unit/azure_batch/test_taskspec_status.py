@@ -31,7 +31,7 @@ def make_spec(**overrides: object) -> ComputeJobSpec:
         "job_id": "J-1",
         "name": "j-1",
         "workload": "imagery",
-        "entrypoint": ("python", "-m", "hastegeo.workflows.imagery"),
+        "entrypoint": ("python", "-m", "hastegeo.workloads.imagery"),
         "args": ("--fast",),
         "output": BlobLocation(container="outputs", path="p1/j-1"),
         "time_limit_s": 600,
@@ -107,7 +107,7 @@ def test_command_line_sets_workdir_writes_params_and_execs_argv() -> None:
     script = argv[2]
     assert 'export HASTE_JOB_WORKDIR="$AZ_BATCH_TASK_WORKING_DIR"' in script
     assert "params.json" in script
-    assert script.rstrip().endswith("exec python -m hastegeo.workflows.imagery --fast")
+    assert script.rstrip().endswith("exec python -m hastegeo.workloads.imagery --fast")
     assert "params.json" not in taskspec.command_line(make_spec())
 
 

@@ -48,7 +48,7 @@ def make_spec(job_id: str = "job-0001", **overrides: Any) -> ComputeJobSpec:
         "job_id": job_id,
         "name": f"haste-{job_id}",
         "workload": "imagery",
-        "entrypoint": ("python", "-m", "hastegeo.workflows.imagery"),
+        "entrypoint": ("python", "-m", "hastegeo.workloads.imagery"),
         "env": {"HASTE_PARAMS_JSON": '{"bands": 3}', "HASTE_JOB_ID": job_id},
         "inputs": (
             InputFile(source=BlobLocation(container="haste-inputs", path="p1/scene.tif"), dest="scene.tif"),

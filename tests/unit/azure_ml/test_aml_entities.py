@@ -66,7 +66,7 @@ def test_image_mode(spec: ComputeJobSpec) -> None:
     assert job.limits.timeout == spec.time_limit_s
     assert "${{inputs.input_0}}" in job.command
     assert 'ln -sfn "${{outputs.logs}}" "$HASTE_JOB_WORKDIR/logs"' in job.command
-    assert job.command.endswith("exec python -m hastegeo.workflows.imagery")
+    assert job.command.endswith("exec python -m hastegeo.workloads.imagery")
 
 
 def test_image_mode_falls_back_to_the_spec_image_and_refuses_none() -> None:

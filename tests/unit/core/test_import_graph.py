@@ -16,7 +16,7 @@ from pathlib import Path
 from tests.support.imports import LIBRARY, imported_names, modules_loaded_by, package_of
 
 # The floors below the pipeline whose modules must import one another without a cycle.
-FLOORS = ("auth", "config", "settings", "settings_base", "compute", "models", "telemetry", "utils", "processors")
+FLOORS = ("auth", "config", "settings", "settings_base", "compute", "models", "telemetry", "utils", "workloads")
 # Cycles that stay inside one package and exist only for type hints (``if TYPE_CHECKING``).
 TYPE_ONLY = [
     ["hastegeo.compute.contract", "hastegeo.compute.fingerprint"],
@@ -109,7 +109,7 @@ def test_config_and_the_settings_building_blocks_reach_no_backend() -> None:
 
 def test_in_a_fresh_interpreter_config_loads_no_backend_and_a_descriptor_loads_no_config() -> None:
     assert not {name for name in modules_loaded_by("import hastegeo.config") if name.startswith("hastegeo.compute")}
-    listed = modules_loaded_by("from hastegeo.compute.registry import descriptors\ndescriptors()")
+    listed = modules_loaded_by("from hastegeo.compute.catalog import descriptors\ndescriptors()")
     assert "hastegeo.compute.local.settings" in listed
     assert "hastegeo.config" not in listed
 
@@ -123,7 +123,41 @@ def test_the_scan_finds_the_knot_it_guards_against() -> None:
         "hastegeo.models.job": {"hastegeo.compute.registry"},
     }
     assert cycles(knot) == [["hastegeo.compute.descriptor", "hastegeo.compute.registry", "hastegeo.config"]]
-    assert "hastegeo.compute.registry" in reachable(import_graph(), "hastegeo.settings")  # edges are read at all
+    assert "hastegeo.compute.catalog" in reachable(import_graph(), "hastegeo.settings")  # edges are read at all
+
+
+def test_the_job_models_reach_neither_the_pipeline_nor_the_backend_registry() -> None:
+    """The models check backend and workload names against the catalogs, never what builds a backend."""
+    graph = import_graph()
+    models = [name for name in graph if name.startswith("hastegeo.models.")]
+    assert "hastegeo.models.job" in models
+    for name in models:
+        reached = reachable(graph, name)
+        assert not {r for r in reached if r.startswith("hastegeo.pipeline") or r == "hastegeo.compute.registry"}, name
+
+
+def test_what_runs_on_compute_reaches_no_processor_and_no_job_model() -> None:
+    """A workload's ``run.py`` (and the library it shares) reaches its folder, ``_run`` and the parameter
+    models, never the job models, the pipeline, a backend or a processor (docs/adr/0037)."""
+    graph = import_graph()
+    starts = [name for name in graph if name.startswith("hastegeo.workloads.") and name.endswith(".run")]
+    assert len(starts) >= 5
+    for start in starts:
+        reached = reachable(graph, start)
+        heavy = {
+            r
+            for r in reached
+            if r.startswith(("hastegeo.pipeline", "hastegeo.compute", "hastegeo.models.job", "hastegeo.store"))
+            or r in ("hastegeo.workloads.processor", "hastegeo.workloads.registry", "hastegeo.workloads.geospatial")
+            or r.endswith(".processor")
+        }
+        assert not heavy, (start, sorted(heavy))
+
+
+def test_listing_the_workloads_loads_no_processor() -> None:
+    listed = modules_loaded_by("from hastegeo.workloads.registry import descriptors\ndescriptors()")
+    assert "hastegeo.workloads.artifacts.params" in listed
+    assert not {name for name in listed if name.endswith(".processor") or name.startswith("hastegeo.models.job")}
 
 
 def test_no_module_of_the_library_takes_part_in_a_cycle() -> None:

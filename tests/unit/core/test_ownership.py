@@ -19,8 +19,10 @@ from hastegeo.models.ownership import (
     staged_name,
 )
 from hastegeo.models.params import InputName
-from hastegeo.processors import PROCESSORS
 from hastegeo.utils.errors import InvalidJobError
+from hastegeo.workloads.processor import processors
+
+PROCESSORS = processors()
 
 OWNERS = {"own1": "p1", "theirs": "p2"}.get
 

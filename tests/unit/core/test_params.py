@@ -11,12 +11,16 @@ from pydantic import ValidationError
 
 from api.openapi import openapi_document
 from hastegeo.models.job import JobRequest
-from hastegeo.models.params import WORKLOAD_PARAMS, Params, known_keys
-from hastegeo.processors import PROCESSORS
-from hastegeo.processors.geo import PIPELINE_KEYS
+from hastegeo.models.params import Params, known_keys
 from hastegeo.utils.errors import InvalidJobError
-from hastegeo.workflows.params import read_params
-from hastegeo.workflows.runtime import ProgressLog, WorkloadError
+from hastegeo.workloads._run.params import read_params
+from hastegeo.workloads._run.runtime import ProgressLog, WorkloadError
+from hastegeo.workloads.geospatial import PIPELINE_KEYS
+from hastegeo.workloads.processor import processors
+from hastegeo.workloads.registry import descriptors
+
+WORKLOAD_PARAMS = {name: descriptor.params for name, descriptor in descriptors().items()}
+PROCESSORS = processors()
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "workloads.md"
 

@@ -23,13 +23,16 @@ from hypothesis_jsonschema import from_schema
 
 from hastegeo.compute.contract import BlobLocation
 from hastegeo.models.job import Job, JobRequest
-from hastegeo.models.params import WORKLOAD_PARAMS, Params, known_keys
+from hastegeo.models.params import Params, known_keys
 from hastegeo.models.states import JobState
-from hastegeo.processors import PROCESSORS
-from hastegeo.processors.base import SpecInputs
 from hastegeo.utils.errors import InvalidJobError
-from hastegeo.workflows.params import read_params
-from hastegeo.workflows.runtime import ProgressLog, WorkloadError
+from hastegeo.workloads._run.params import read_params
+from hastegeo.workloads._run.runtime import ProgressLog, WorkloadError
+from hastegeo.workloads.processor import SpecInputs, processors
+from hastegeo.workloads.registry import descriptors
+
+WORKLOAD_PARAMS = {name: descriptor.params for name, descriptor in descriptors().items()}
+PROCESSORS = processors()
 
 WHERE = SpecInputs(inputs_container="in", outputs_container="out", project_of={}.get)
 OUTPUT = BlobLocation(container="out", path="jobs/j1")

@@ -11,9 +11,10 @@ import pytest
 from hastegeo.compute.contract import BlobLocation
 from hastegeo.models.job import Job, JobInput, JobRequest
 from hastegeo.models.states import JobState
-from hastegeo.processors import PROCESSORS
-from hastegeo.processors.base import SpecInputs, spec_name
 from hastegeo.utils.errors import InvalidJobError
+from hastegeo.workloads.processor import SpecInputs, processors, spec_name
+
+PROCESSORS = processors()
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 WHERE = SpecInputs(inputs_container="in", outputs_container="out", project_of={"img1": "p1"}.get)
@@ -73,7 +74,7 @@ def test_spec_carries_only_what_the_client_set_and_no_pipeline_keys() -> None:
     training = job("training", {"classes": ["water", "land"], "seed": 3, "runInference": True})
     spec = PROCESSORS["training"].build_spec(training, WHERE, BlobLocation(container="out", path="jobs/j1"))
     assert json.loads(spec.env["HASTE_PARAMS_JSON"]) == {"classes": ["water", "land"], "seed": 3}
-    assert spec.entrypoint == ("python", "-m", "hastegeo.workflows.training")
+    assert spec.entrypoint == ("python", "-m", "hastegeo.workloads.training")
     assert spec.name == spec_name("j1")
     staged = {(i.source.container, i.source.path, i.dest, i.is_prefix) for i in spec.inputs}
     assert staged == {("out", "jobs/img1/outputs", "img1", True), ("in", "p1/labels.geojson", "labels.geojson", False)}
@@ -133,7 +134,7 @@ def test_unreadable_reason_names_every_cause_provider_first(
 
 
 def test_a_missing_manifest_fails_with_the_reason_the_reads_gave() -> None:
-    from hastegeo.processors.base import OutputAccess, PostprocessError
+    from hastegeo.workloads.processor import OutputAccess, PostprocessError
 
     processor = PROCESSORS["artifacts"]
     why = {processor.manifest_path: "outputs/artifacts_manifest.json could not be read: both causes"}

@@ -115,8 +115,8 @@ def test_the_local_backend_refuses_to_start_inside_azure_functions_unless_allowe
     """The production factory, built through the registry as the pipeline builds it."""
     from azure.storage.blob import BlobServiceClient
 
+    from hastegeo.compute.catalog import descriptors
     from hastegeo.compute.local.adapter import LocalBackend
-    from hastegeo.compute.registry import descriptors
     from hastegeo.settings import load_settings
 
     env = {

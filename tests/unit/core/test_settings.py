@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from hastegeo.compute.contract import WORKLOADS
 from hastegeo.compute.local.settings import LocalSettings
 from hastegeo.settings import load_settings, sections
 from hastegeo.settings_base import BackendSection
 from hastegeo.utils.errors import ConfigurationError
+from hastegeo.workloads.registry import workload_names
 
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
 
@@ -18,7 +18,7 @@ def test_defaults() -> None:
     assert settings.routing.enabled_backends == ["local"]
     assert settings.routing.default_backend == "auto"
     assert settings.pipeline.max_body_bytes > 0
-    assert settings.backend("local").workloads(WORKLOADS) == ALL_WORKLOADS
+    assert settings.backend("local").workloads(workload_names()) == ALL_WORKLOADS
 
 
 def test_missing_storage_names_both_variables() -> None:
@@ -76,7 +76,7 @@ def test_azure_functions_is_detected_from_the_platform_variables(platform: dict[
     local = settings.section(LocalSettings)
     assert local.in_azure_functions is expected
     assert (local.refusal() is not None) is expected
-    assert settings.backend("local").workloads(WORKLOADS) == (frozenset() if expected else ALL_WORKLOADS)
+    assert settings.backend("local").workloads(workload_names()) == (frozenset() if expected else ALL_WORKLOADS)
 
 
 def test_the_local_backend_in_azure_takes_nothing_unless_explicitly_allowed() -> None:
@@ -85,10 +85,10 @@ def test_the_local_backend_in_azure_takes_nothing_unless_explicitly_allowed() ->
     reason = refused.section(LocalSettings).refusal()
     assert reason is not None
     assert "HASTE_LOCAL_ALLOW_IN_AZURE=true" in reason
-    assert set(refused.backend("local").limits(WORKLOADS).values()) == {reason}
+    assert set(refused.backend("local").limits(workload_names()).values()) == {reason}
     allowed = load_settings({**in_azure, "HASTE_LOCAL_ALLOW_IN_AZURE": "true"})
     assert allowed.section(LocalSettings).refusal() is None
-    assert allowed.backend("local").workloads(WORKLOADS) == ALL_WORKLOADS
+    assert allowed.backend("local").workloads(workload_names()) == ALL_WORKLOADS
     with pytest.raises(ConfigurationError, match="HASTE_LOCAL_ALLOW_IN_AZURE"):
         load_settings({**in_azure, "HASTE_LOCAL_ALLOW_IN_AZURE": "sometimes"})
 
@@ -105,13 +105,15 @@ BATCH = {
 
 def test_batch_takes_a_workload_only_with_a_pool_and_an_image() -> None:
     settings = load_settings(BATCH)
-    assert settings.backend("azure_batch").workloads(WORKLOADS) == {"imagery"}
-    limits = settings.backend("azure_batch").limits(WORKLOADS)
+    assert settings.backend("azure_batch").workloads(workload_names()) == {"imagery"}
+    limits = settings.backend("azure_batch").limits(workload_names())
     assert limits["training"] == "BATCH_IMAGES names no image for it"
     assert limits["artifacts"] == "BATCH_POOLS names no pool for it"
     no_identity = load_settings({**BATCH, "BATCH_IDENTITY_RESOURCE_ID": ""})
-    assert no_identity.backend("azure_batch").workloads(WORKLOADS) == frozenset()
-    assert set(no_identity.backend("azure_batch").limits(WORKLOADS).values()) == {"BATCH_IDENTITY_RESOURCE_ID is empty"}
+    assert no_identity.backend("azure_batch").workloads(workload_names()) == frozenset()
+    assert set(no_identity.backend("azure_batch").limits(workload_names()).values()) == {
+        "BATCH_IDENTITY_RESOURCE_ID is empty"
+    }
 
 
 AML = {
@@ -127,8 +129,8 @@ AML = {
 
 def test_azure_ml_with_no_image_no_registered_environment_and_no_build_context_takes_nothing() -> None:
     settings = load_settings(AML)  # image source (the default) and AML_IMAGE empty
-    assert settings.backend("azure_ml").workloads(WORKLOADS) == frozenset()
-    (reason,) = set(settings.backend("azure_ml").limits(WORKLOADS).values())
+    assert settings.backend("azure_ml").workloads(workload_names()) == frozenset()
+    (reason,) = set(settings.backend("azure_ml").limits(workload_names()).values())
     assert reason.startswith("no environment to run in: AML_IMAGE is empty")
     assert "AML_ENVIRONMENT_SOURCE=registered" in reason
 
@@ -143,13 +145,15 @@ def test_azure_ml_with_no_image_no_registered_environment_and_no_build_context_t
 )
 def test_azure_ml_with_an_environment_takes_the_workloads_it_has_compute_for(source: dict[str, str]) -> None:
     settings = load_settings({**AML, **source})
-    assert settings.backend("azure_ml").workloads(WORKLOADS) == {"training", "artifacts"}
-    assert settings.backend("azure_ml").limits(WORKLOADS)["imagery"] == "AML_COMPUTE names no compute target for it"
+    assert settings.backend("azure_ml").workloads(workload_names()) == {"training", "artifacts"}
+    assert (
+        settings.backend("azure_ml").limits(workload_names())["imagery"] == "AML_COMPUTE names no compute target for it"
+    )
 
 
 def test_a_disabled_azure_ml_takes_nothing_and_says_why() -> None:
     settings = load_settings(BASE)
-    assert set(settings.backend("azure_ml").limits(WORKLOADS).values()) == {"AML_MODE is Disabled"}
+    assert set(settings.backend("azure_ml").limits(workload_names()).values()) == {"AML_MODE is Disabled"}
     with pytest.raises(ConfigurationError, match="'no-such-backend' is not a backend"):
         settings.backend("no-such-backend")
 

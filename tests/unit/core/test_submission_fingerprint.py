@@ -62,3 +62,14 @@ def test_labels_change_only_the_legacy_form() -> None:
     relabelled = _spec(labels={"project": "p2"})
     assert relabelled.is_same_submission(CURRENT)  # the one fingerprint ignores labels
     assert not relabelled.is_same_submission(LEGACY)  # the whole-spec digest did not
+
+
+def test_a_job_submitted_with_the_module_before_workload_folders_is_the_same_submission() -> None:
+    """SPEC runs ``hastegeo.workflows.imagery``, as compute did before workload folders (docs/adr/0037): a job
+    created then carries CURRENT or LEGACY, and the same spec built today, naming the folder, binds to it."""
+    today = _spec(entrypoint=("python", "-m", "hastegeo.workloads.imagery"))
+    assert today.fingerprint() != CURRENT
+    assert today.is_same_submission(CURRENT)
+    assert today.is_same_submission(LEGACY)
+    assert not _spec(entrypoint=("python", "-m", "hastegeo.workloads.training")).is_same_submission(CURRENT)
+    assert not today.model_copy(update={"workload": "training"}).is_same_submission(CURRENT)

@@ -16,9 +16,12 @@ from typing import Any
 
 import pytest
 
-from hastegeo.workflows import embedding, imagery, inference, training
-from hastegeo.workflows.runtime import run_main
-from hastegeo.workflows.sample_data import SampleScene, generate
+from hastegeo.workloads._run.runtime import run_main
+from hastegeo.workloads._run.sample_data import SampleScene, generate
+from hastegeo.workloads.embedding import run as embedding
+from hastegeo.workloads.imagery import run as imagery
+from hastegeo.workloads.inference import run as inference
+from hastegeo.workloads.training import run as training
 
 BODIES = {
     "imagery": imagery.run,

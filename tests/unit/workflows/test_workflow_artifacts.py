@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 
-def run_artifacts(root: Path, files: dict[str, bytes], params: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+def run_artifacts(
+    root: Path, files: dict[str, bytes], params: dict[str, Any], module: str = "hastegeo.workloads.artifacts"
+) -> subprocess.CompletedProcess[str]:
     for name, data in files.items():
         target = root / "inputs" / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -19,7 +21,7 @@ def run_artifacts(root: Path, files: dict[str, bytes], params: dict[str, Any]) -
     (root / "params.json").write_text(json.dumps(params))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HASTE_")}
     return subprocess.run(
-        [sys.executable, "-m", "hastegeo.workflows.artifacts"],
+        [sys.executable, "-m", module],
         env={**env, "HASTE_JOB_WORKDIR": str(root)},
         capture_output=True,
         text=True,
@@ -36,6 +38,15 @@ def test_packages_with_the_requested_level(tmp_path: Path) -> None:
             ("a/one.txt", zipfile.ZIP_STORED),
             ("two.txt", zipfile.ZIP_STORED),
         ]
+
+
+def test_the_module_compute_ran_before_workload_folders_still_packages(tmp_path: Path) -> None:
+    """A provider job submitted before the upgrade runs ``python -m hastegeo.workflows.artifacts`` (ADR 0037)."""
+    result = run_artifacts(tmp_path, {"one.txt": b"1"}, {}, module="hastegeo.workflows.artifacts")
+    assert result.returncode == 0, result.stderr
+    assert (
+        json.loads((tmp_path / "outputs" / "artifacts_manifest.json").read_text())["archived"][0]["name"] == "one.txt"
+    )
 
 
 def test_a_level_given_as_a_string_or_a_bool_fails_naming_the_parameter(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import rasterio
 from affine import Affine
 from shapely.geometry import shape
 
-from hastegeo.workflows.cog import inspect_cog, write_cog
-from hastegeo.workflows.sample_data import SampleScene, generate
+from hastegeo.workloads._run.cog import inspect_cog, write_cog
+from hastegeo.workloads._run.sample_data import SampleScene, generate
 
 
 def _plain_tiff(path: Path, tiled: bool) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hastegeo.workflows.embedding_format import read_embeddings, write_embeddings
-from hastegeo.workflows.sample_data import SampleScene
+from hastegeo.workloads._run.sample_data import SampleScene
+from hastegeo.workloads.embedding.format import read_embeddings, write_embeddings
 
 from .conftest import Job, RunJob
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.workflows.fetch import (
+from hastegeo.workloads._run.runtime import WorkloadError
+from hastegeo.workloads.imagery.fetch import (
     Fetcher,
     FetchPolicy,
     FetchRefused,
@@ -20,7 +21,6 @@ from hastegeo.workflows.fetch import (
     check_url,
     host_allowed,
 )
-from hastegeo.workflows.runtime import WorkloadError
 
 from .conftest import RunJob
 

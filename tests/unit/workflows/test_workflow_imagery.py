@@ -16,10 +16,10 @@ from pyproj import CRS, Transformer
 from shapely.geometry import box, shape
 
 from hastegeo.pipeline.progress import parse_line
-from hastegeo.workflows.cog import inspect_cog
-from hastegeo.workflows.geo import WGS84, to_crs
-from hastegeo.workflows.runtime import sha256_file
-from hastegeo.workflows.sample_data import SampleScene
+from hastegeo.workloads._run.cog import inspect_cog
+from hastegeo.workloads._run.geo import WGS84, to_crs
+from hastegeo.workloads._run.runtime import sha256_file
+from hastegeo.workloads._run.sample_data import SampleScene
 
 from .conftest import Job, RunJob
 
@@ -183,7 +183,7 @@ def test_runs_as_a_real_subprocess(scene: SampleScene, tmp_path: Path) -> None:
     (root / "params.json").write_text(json.dumps({"previewMaxSize": 128, "typoParam": 1}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HASTE_")}
     result = subprocess.run(
-        [sys.executable, "-m", "hastegeo.workflows.imagery"],
+        [sys.executable, "-m", "hastegeo.workloads.imagery"],
         env={**env, "HASTE_JOB_WORKDIR": str(root)},
         capture_output=True,
         text=True,
@@ -198,7 +198,7 @@ def test_runs_as_a_real_subprocess(scene: SampleScene, tmp_path: Path) -> None:
     assert all(parse_line(line).at is not None for line in log)  # every line carries its UTC time
 
     bad = subprocess.run(
-        [sys.executable, "-m", "hastegeo.workflows.imagery"],
+        [sys.executable, "-m", "hastegeo.workloads.imagery"],
         env={**env, "HASTE_JOB_WORKDIR": str(tmp_path / "empty")},
         capture_output=True,
         text=True,

@@ -12,8 +12,8 @@ from affine import Affine
 from pyproj import Transformer
 from shapely.geometry import box, mapping
 
-from hastegeo.workflows.cog import inspect_cog
-from hastegeo.workflows.sample_data import SampleScene
+from hastegeo.workloads._run.cog import inspect_cog
+from hastegeo.workloads._run.sample_data import SampleScene
 
 from .conftest import Job, RunJob
 

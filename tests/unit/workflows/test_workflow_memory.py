@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.workflows.sample_data import generate
+from hastegeo.workloads._run.sample_data import generate
 from tests.bench.workloads_bench import run_measured
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import rasterio
 
-from hastegeo.workflows.embedding import projection
-from hastegeo.workflows.inference import CLASS_NODATA, PALETTE
-from hastegeo.workflows.quicklook import encode_png, quicklook_shape, shrink
-from hastegeo.workflows.sample_data import SampleScene
+from hastegeo.workloads._run.quicklook import encode_png, quicklook_shape, shrink
+from hastegeo.workloads._run.sample_data import SampleScene
+from hastegeo.workloads.embedding.run import projection
+from hastegeo.workloads.inference.run import CLASS_NODATA, PALETTE
 
 from .conftest import Job, RunJob
 

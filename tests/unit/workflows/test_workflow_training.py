@@ -6,8 +6,8 @@ import csv
 import json
 from pathlib import Path
 
-from hastegeo.workflows.classifier import MODEL_KIND, load_model
-from hastegeo.workflows.sample_data import SampleScene
+from hastegeo.workloads._run.classifier import MODEL_KIND, load_model
+from hastegeo.workloads._run.sample_data import SampleScene
 
 from .conftest import Job, RunJob
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hastegeo.compute.registry import backend_names
+from hastegeo.compute.catalog import backend_names
 
 
 def default_workdir() -> Path:

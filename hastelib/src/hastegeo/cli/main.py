@@ -343,10 +343,10 @@ def stdout_gone() -> bool:
 
 
 def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentParser:
-    # Choices come from the contract and the backend descriptors (built in or installed), never a copy.
+    # Choices come from the workload and backend descriptors (built in or installed), never a copy.
     from hastegeo import __version__
-    from hastegeo.compute.contract import WORKLOADS
-    from hastegeo.compute.registry import backend_names
+    from hastegeo.compute.catalog import backend_names
+    from hastegeo.workloads.registry import workload_names
 
     parser = argparse.ArgumentParser(prog="haste", description=__doc__.splitlines()[0] if __doc__ else None)
     _add_common(parser, defaults=True)
@@ -368,7 +368,7 @@ def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentPa
 
     submit = command("submit", cmd_submit, "submit a job")
     submit.add_argument("--file", help="a JSON job request (- reads standard input)")
-    submit.add_argument("--workload", choices=WORKLOADS)
+    submit.add_argument("--workload", choices=workload_names())
     submit.add_argument("--project")
     submit.add_argument("--backend", choices=["auto", *backend_names()])
     submit.add_argument("--input", action="append", default=[], help="blob:<name> or job:<id> (repeatable)")

@@ -13,7 +13,7 @@ def upload_sample_scene(
     """Generate the synthetic scene in ``folder`` and upload it to ``container``. Returns the blob names."""
     from azure.storage.blob import BlobServiceClient
 
-    from hastegeo.workflows.sample_data import generate  # geospatial imports only when asked for
+    from hastegeo.workloads._run.sample_data import generate  # geospatial imports only when asked for
 
     scene = generate(folder, size=size, seed=0)
     inputs = BlobServiceClient.from_connection_string(connection_string).get_container_client(container)

@@ -5,16 +5,13 @@ from __future__ import annotations
 import abc
 import enum
 from datetime import datetime
-from typing import ClassVar, Literal, get_args
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from hastegeo.compute import fingerprint as _fingerprint
 from hastegeo.compute.capacity import CapacityWait
-
-Workload = Literal["imagery", "training", "inference", "embedding", "artifacts"]
-WORKLOADS: tuple[str, ...] = get_args(Workload)
 
 
 class _Frozen(BaseModel):

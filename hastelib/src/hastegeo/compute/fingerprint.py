@@ -15,6 +15,11 @@ message lives seven days at most), so the legacy form may be dropped from the
 first release after 2027-03-01. It digests the spec's fields as they were in
 release 0.1; ``tests/unit/core/test_submission_fingerprint.py`` holds a value
 computed once by the old code and fails if a field change alters it.
+
+Before workload folders (docs/adr/0037), compute ran ``python -m
+hastegeo.workflows.<workload>`` where it now runs ``python -m
+hastegeo.workloads.<workload>``; a job submitted with the old argv carries the
+fingerprints of that argv, accepted too for the same reason and as long.
 """
 
 from __future__ import annotations
@@ -41,7 +46,17 @@ def legacy_fingerprint(spec: ComputeJobSpec) -> str:
 
 def accepted(spec: ComputeJobSpec) -> tuple[str, ...]:
     """Every fingerprint a job submitted for ``spec`` may carry, the current form first."""
-    return fingerprint(spec), legacy_fingerprint(spec)
+    forms = (fingerprint(spec), legacy_fingerprint(spec))
+    before = _before_workload_folders(spec)
+    return forms if before is None else (*forms, fingerprint(before), legacy_fingerprint(before))
+
+
+def _before_workload_folders(spec: ComputeJobSpec) -> ComputeJobSpec | None:
+    """``spec`` as a release before workload folders built it (its workload's old module), if it differs."""
+    argv = spec.entrypoint
+    if argv[1:3] != ("-m", f"hastegeo.workloads.{spec.workload}"):
+        return None
+    return spec.model_copy(update={"entrypoint": (argv[0], "-m", f"hastegeo.workflows.{spec.workload}", *argv[3:])})
 
 
 def _digest(text: str) -> str:

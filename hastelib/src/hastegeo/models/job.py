@@ -13,16 +13,28 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
 
-from hastegeo.compute.contract import ComputeJobHandle, Workload
-from hastegeo.compute.registry import backend_names
+from hastegeo.compute.catalog import backend_names
+from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.models.changes import StateChange
 from hastegeo.models.history import StatusEvent
 from hastegeo.models.ids import ID_PATTERN
 from hastegeo.models.paths import check_relative_path
 from hastegeo.models.states import JobState
+from hastegeo.workloads.registry import workload_names
 
 
 def _known_backend(value: str) -> str:
@@ -34,6 +46,29 @@ def _known_backend(value: str) -> str:
 
 
 BackendChoice = Annotated[str, AfterValidator(_known_backend)]
+
+
+def _known_workload(value: object) -> object:
+    """A workload some folder declares (docs/adr/0037), anything else refused as a ``Literal`` of them would be."""
+    names = workload_names()
+    if value not in names:
+        quoted = [repr(name) for name in names]
+        expected = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return value
+
+
+class _WorkloadEnum:
+    """Names the known workloads as the JSON Schema ``enum`` (OpenAPI), read from the registry when it is built."""
+
+    def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        schema["enum"] = list(workload_names())
+        return schema
+
+
+# The workload names are derived from the registry, never copied: a new workload folder is accepted here.
+Workload = Annotated[str, BeforeValidator(_known_workload), _WorkloadEnum()]
 
 _LABEL_KEY = re.compile(r"[A-Za-z0-9_.\-]{1,63}")
 # What an upstream service correlates by: printable ASCII without spaces, returned in every job event.

@@ -24,12 +24,12 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.admission import Admission
 from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.journal import JobJournal
-from hastegeo.processors.base import Processor, SpecInputs
 from hastegeo.store.jobs import JobStore, Versioned
 from hastegeo.store.queues import JobMessage, QueueSender
 from hastegeo.telemetry import tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import JobNotFoundError, describe_exception
+from hastegeo.workloads.processor import Processor, SpecInputs
 
 log = logging.getLogger(__name__)
 

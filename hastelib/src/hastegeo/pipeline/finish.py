@@ -24,11 +24,11 @@ from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.journal import Change, Written
 from hastegeo.pipeline.outputs import OutputReads
 from hastegeo.pipeline.progress import progress_lines, with_workload_lines
-from hastegeo.processors.base import PostprocessError
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.utils.errors import HasteError, describe_exception
+from hastegeo.workloads.processor import PostprocessError
 
 SOURCE = "poll"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from hastegeo.compute.contract import ComputeJobHandle
 from hastegeo.compute.service import ExecutionService, ServedOutput
-from hastegeo.processors.base import OutputAccess
 from hastegeo.telemetry import meter
+from hastegeo.workloads.processor import OutputAccess
 
 
 class OutputReads:

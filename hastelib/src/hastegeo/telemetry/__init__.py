@@ -4,5 +4,5 @@ The pipeline talks only to the OpenTelemetry *API* (:mod:`.tracer`,
 :mod:`.meter`, :mod:`.logs`), which does nothing until :func:`.configure.configure_telemetry`
 installs an SDK. Telemetry is therefore off, and nearly free, unless
 ``HASTE_OTEL_EXPORT`` asks for it; the workload launcher
-(``python -m hastegeo.workflows.*``) imports none of this.
+(``python -m hastegeo.workloads.*``) imports none of this.
 """

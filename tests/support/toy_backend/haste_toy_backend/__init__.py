@@ -23,7 +23,6 @@ from pydantic import Field, field_validator
 
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
-    WORKLOADS,
     ComputeBackend,
     ComputeJobHandle,
     ComputeJobSpec,
@@ -33,6 +32,7 @@ from hastegeo.compute.contract import (
 )
 from hastegeo.compute.descriptor import BackendDescriptor
 from hastegeo.settings_base import BackendSection, CsvList, queue_limit_field
+from hastegeo.workloads.registry import workload_names
 
 
 class ToySettings(BackendSection):
@@ -44,7 +44,7 @@ class ToySettings(BackendSection):
     @field_validator("workloads_run")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(WORKLOADS))
+        unknown = sorted(set(value) - set(workload_names()))
         if unknown:
             raise ValueError(f"not workloads: {unknown}")
         return value

@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from hastegeo.compute.contract import WORKLOADS
 from hastegeo.settings_base import BackendSection, CsvMap, load_section, queue_limit_field, workload_limits
+from hastegeo.workloads.registry import workload_names
 
 
 class AmlMode(enum.StrEnum):
@@ -45,7 +45,9 @@ class EnvironmentSource(enum.StrEnum):
 
 
 # Default compute cluster per workload (training on GPU); Create mode provisions clusters with these names.
-DEFAULT_COMPUTE: dict[str, str] = {name: "haste-gpu" if name == "training" else "haste-cpu" for name in WORKLOADS}
+DEFAULT_COMPUTE: dict[str, str] = {
+    name: "haste-gpu" if name == "training" else "haste-cpu" for name in workload_names()
+}
 
 # name:version, or name@label (Azure ML asset names: letters, digits, '-', '_', '.').
 _ENV_REFERENCE = re.compile(

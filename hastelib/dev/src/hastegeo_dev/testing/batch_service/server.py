@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
-from hastegeo.compute.contract import WORKLOADS
+from hastegeo.workloads.registry import workload_names
 from hastegeo_dev.testing.batch_service.engine import Engine, Job, Task, now_iso, pool_of
 from hastegeo_dev.testing.batch_service.faults import NODE_NOT_FOUND, NODE_NOT_READY, Faults
 from hastegeo_dev.testing.batch_service.handler import API_VERSION, Answer, BatchError, Handler
@@ -110,8 +110,9 @@ class BatchTestService:
 
     # -- inspection --------------------------------------------------------------------
 
-    def settings(self, workloads: tuple[str, ...] = WORKLOADS) -> dict[str, str]:
-        """The BATCH_* settings that point the Azure Batch backend at this service."""
+    def settings(self, workloads: tuple[str, ...] | None = None) -> dict[str, str]:
+        """The BATCH_* settings that point the Azure Batch backend at this service (default: every workload)."""
+        workloads = workload_names() if workloads is None else workloads
         return {
             "BATCH_ACCOUNT_URL": self.url,
             "BATCH_AUTH_MODE": "shared_key",

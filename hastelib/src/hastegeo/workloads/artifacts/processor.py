@@ -1,4 +1,4 @@
-"""The artifacts workload: package a job's (or several jobs') outputs into one zip."""
+"""The artifacts workload's processor: the zip it wrote checked against its manifest."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import zipfile
 from typing import Any
 
 from hastegeo.models.job import Job, JobRequest
-from hastegeo.models.params import ArtifactsParams
-from hastegeo.processors.base import OutputAccess, PostprocessError, Processor
 from hastegeo.utils.errors import InvalidJobError
+from hastegeo.workloads.artifacts.params import ArtifactsParams
+from hastegeo.workloads.processor import OutputAccess, PostprocessError, Processor
 
 
 class ArtifactsProcessor(Processor):

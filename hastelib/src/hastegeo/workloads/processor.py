@@ -1,4 +1,6 @@
-"""A processor per workload: the request → spec mapping before, the output checks after.
+"""What every workload's processor shares: the request → spec mapping before, the output checks after.
+
+Each workload folder's ``processor.py`` subclasses :class:`Processor`.
 
 Processors never talk to a backend; they get an :class:`OutputAccess` that
 reads provider-first with a blob fallback, so the same checks run whatever
@@ -8,7 +10,9 @@ presence means the outputs are complete); the progress log is best-effort.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +24,9 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, InputFile, R
 from hastegeo.models.job import Job, JobRequest, OutputRecord
 from hastegeo.models.ownership import ProjectOf, staged_inputs
 from hastegeo.models.params import Params, first_error
-from hastegeo.utils.errors import InvalidJobError
+from hastegeo.utils.errors import ConfigurationError, InvalidJobError
+from hastegeo.workloads.descriptor import WorkloadDescriptor
+from hastegeo.workloads.registry import descriptors
 
 # Outputs up to this size are re-hashed against the manifest; larger ones are
 # checked by size (the workload hashed them; re-reading gigabytes here would
@@ -69,10 +75,15 @@ class SpecInputs:
 
 class Processor:
     workload: ClassVar[str]
-    # The workload's model (hastegeo.models.params), or a subclass adding keys only the pipeline reads.
+    # The workload's model (its folder's params.py), or a subclass adding keys only the pipeline reads.
     params_model: ClassVar[type[Params]] = Params
     resources: ClassVar[Resources] = Resources()
     time_limit_s: ClassVar[int] = 3600
+
+    @property
+    def package(self) -> str:
+        """What compute runs, as ``python -m <package>``: the workload folder its descriptor names."""
+        return descriptors()[self.workload].package
 
     @property
     def manifest_path(self) -> str:
@@ -102,7 +113,7 @@ class Processor:
             job_id=job.id,
             name=spec_name(job.id),
             workload=self.workload,
-            entrypoint=("python", "-m", f"hastegeo.workflows.{self.workload}"),
+            entrypoint=("python", "-m", self.package),
             env={"HASTE_PARAMS_JSON": json.dumps(params, sort_keys=True), "HASTE_JOB_ID": job.id},
             inputs=tuple(self.stage_inputs(job, where)),
             output=output,
@@ -194,3 +205,27 @@ class Processor:
 def spec_name(job_id: str) -> str:
     """The idempotency name every backend derives its provider ids from."""
     return f"haste-{job_id}"
+
+
+def processors() -> dict[str, Processor]:
+    """A processor per known workload, by name: a new dict (a runtime may swap one), the same processors.
+
+    Raises:
+        ConfigurationError: a workload's processor cannot be loaded, or is not that workload's.
+    """
+    return {name: _build(descriptor) for name, descriptor in descriptors().items()}
+
+
+@functools.cache
+def _build(descriptor: WorkloadDescriptor) -> Processor:
+    module_name, _, attribute = descriptor.processor.partition(":")
+    try:
+        processor = getattr(importlib.import_module(module_name), attribute)()
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"Workload {descriptor.name!r}: processor {descriptor.processor!r} cannot be loaded: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(processor, Processor) or processor.workload != descriptor.name:
+        raise ConfigurationError(f"Workload {descriptor.name!r}: {descriptor.processor!r} is not its Processor")
+    return processor

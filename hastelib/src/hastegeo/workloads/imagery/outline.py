@@ -19,7 +19,7 @@ from shapely import affinity
 from shapely.geometry import shape
 from shapely.geometry.base import BaseGeometry
 
-from hastegeo.workflows import geo
+from hastegeo.workloads._run import geo
 
 DENSIFY_PIXELS = 64.0
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hastegeo.workflows import geo
-from hastegeo.workflows.classifier import Dataset
-from hastegeo.workflows.runtime import WorkloadError
+from hastegeo.workloads._run import geo
+from hastegeo.workloads._run.classifier import Dataset
+from hastegeo.workloads._run.runtime import WorkloadError
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from rasterio.vrt import WarpedVRT
 from rasterio.warp import transform_bounds
 from rasterio.windows import Window
 
-from hastegeo.workflows import geo
-from hastegeo.workflows.runtime import WorkloadError
+from hastegeo.workloads._run import geo
+from hastegeo.workloads._run.runtime import WorkloadError
 
 Bounds = tuple[float, float, float, float]
 EPSILON = 1e-6

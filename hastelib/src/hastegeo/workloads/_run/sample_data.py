@@ -25,7 +25,7 @@ from pyproj import CRS
 from shapely.geometry import box
 from shapely.geometry.base import BaseGeometry
 
-from hastegeo.workflows import geo
+from hastegeo.workloads._run import geo
 
 CLASSES = ("water", "vegetation", "bare", "building")
 BAND_MEANS = np.array([[220.0, 420.0, 720.0], [320.0, 820.0, 330.0], [900.0, 780.0, 600.0], [1500.0, 1380.0, 1450.0]])
@@ -223,12 +223,12 @@ def generate(folder: Path, size: int = 512, seed: int = 0) -> SampleScene:
 
 
 def main() -> None:
-    """``python -m hastegeo.workflows.sample_data FOLDER [SIZE] [SEED]`` (the CLI wraps :func:`generate`)."""
+    """``python -m hastegeo.workloads._run.sample_data FOLDER [SIZE] [SEED]`` (the CLI wraps :func:`generate`)."""
     import sys
 
     args = sys.argv[1:]
     if not args:
-        raise SystemExit("usage: python -m hastegeo.workflows.sample_data FOLDER [SIZE] [SEED]")
+        raise SystemExit("usage: python -m hastegeo.workloads._run.sample_data FOLDER [SIZE] [SEED]")
     scene = generate(Path(args[0]), int(args[1]) if len(args) > 1 else 512, int(args[2]) if len(args) > 2 else 0)
     for path in (*scene.rasters, scene.labels, scene.buildings):
         print(path)

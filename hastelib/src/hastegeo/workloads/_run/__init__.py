@@ -1,0 +1,2 @@
+"""The library the code on compute shares: working directory, progress log and manifest (:mod:`.runtime`),
+parameters (:mod:`.params`), raster and vector helpers. Not a workload (the registry skips ``_`` folders)."""
