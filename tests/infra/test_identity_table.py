@@ -70,7 +70,10 @@ def bicep_grants(mode: str) -> set[tuple[str, str, str, str]]:
             scope = re.search(r"^\s+scope: (\w+)$", body, re.MULTILINE)
             role = re.search(r"roleDefinitions', (?:role\.)?(\w+)\)", body)
             principal = re.search(r"^\s+principalId: (\w+)$", body, re.MULTILINE)
-            assert scope and role and principal, f"{path}: {match.group(1)} cannot be read"
+            unreadable = f"{path}: {match.group(1)} cannot be read"
+            assert scope, unreadable
+            assert role, unreadable
+            assert principal, unreadable
             assert role.group(1) in roles, f"{path}: role {role.group(1)} has no id there"
             name = principal.group(1)
             found.add((PRINCIPAL_PARAMS.get(name, name), role.group(1), scope.group(1), path.split("/")[-1]))
@@ -119,7 +122,14 @@ def test_the_table_is_what_the_bicep_grants(mode: str) -> None:
 
 def test_every_identity_that_touches_data_is_in_the_table() -> None:
     identities = " ".join(row["identity"] for row in table_rows()).lower()
-    for who in ("functions app", "compute identity", "cluster identity", "workspace", "deploying principal", "event grid"):
+    for who in (
+        "functions app",
+        "compute identity",
+        "cluster identity",
+        "workspace",
+        "deploying principal",
+        "event grid",
+    ):
         assert who in identities, f"'{HEADING}' has no row for the {who}"
 
 
