@@ -263,35 +263,35 @@ def _cluster_identities(
         if not cluster.extra:
             continue
         ids = [p for p in cluster.extra.get("principals", "").split(",") if p]
-        for resource_id in filter(None, cluster.extra.get("identities", "").split(",")):
-            principal = clients.arm.principal_of(resource_id)
+        for identity_id in filter(None, cluster.extra.get("identities", "").split(",")):
+            principal = clients.arm.principal_of(identity_id)
             if isinstance(principal, str) and principal:
                 ids.append(principal)
         principals[cluster.name] = ids
     if not principals:
         return results
     assignments = clients.arm.assignments(sorted({scope for scope in wanted.values() if scope}))
-    for cluster, ids in sorted(principals.items()):
+    for cluster_name, ids in sorted(principals.items()):
         if not ids:
             results.append(
                 failed(
                     "aml",
-                    f"cluster {cluster} identity",
+                    f"cluster {cluster_name} identity",
                     "no managed identity: Azure ML cannot mount credential-less datastores for its jobs",
-                    f"az ml compute update --name {cluster} --identity-type UserAssigned --user-assigned-identities "
-                    "<identity id>, then DEPLOY_AML_COMPUTE_PRINCIPAL_ID=<its principal id> and `azd provision`",
+                    f"az ml compute update --name {cluster_name} --identity-type UserAssigned "
+                    "--user-assigned-identities <identity id>, then DEPLOY_AML_COMPUTE_PRINCIPAL_ID=<its principal id> and `azd provision`",
                 )
             )
             continue
         for need in CLUSTER_NEEDS:
-            resource_id = wanted.get(need.scope)
-            if resource_id is None:
+            scope_id = wanted.get(need.scope)
+            if scope_id is None:
                 continue
-            name = f"cluster {cluster}: {ROLE_NAMES[need.role]} on {need.scope}"
-            got = assignments.get(resource_id, Unreadable("not read"))
+            name = f"cluster {cluster_name}: {ROLE_NAMES[need.role]} on {need.scope}"
+            got = assignments.get(scope_id, Unreadable("not read"))
             if isinstance(got, Unreadable):
                 results.append(CheckResult("aml", name, Status.UNKNOWN, f"could not be read: {got.reason}"))
-            elif any(checks_roles.covers(a, need, principal, resource_id) for a in got for principal in ids):
+            elif any(checks_roles.covers(a, need, principal, scope_id) for a in got for principal in ids):
                 results.append(passed("aml", name, f"its identity may {need.why}"))
             else:
                 results.append(
@@ -299,10 +299,10 @@ def _cluster_identities(
                         "aml",
                         name,
                         Status.FAIL,
-                        f"identity {', '.join(ids)} has no {ROLE_NAMES[need.role]} on {resource_id}: jobs cannot "
+                        f"identity {', '.join(ids)} has no {ROLE_NAMES[need.role]} on {scope_id}: jobs cannot "
                         f"{need.why}",
                         f"set DEPLOY_AML_COMPUTE_PRINCIPAL_ID={ids[0]} and run `azd provision` "
-                        f"(or: {checks_roles.grant_command(need, ids[0], resource_id)})",
+                        f"(or: {checks_roles.grant_command(need, ids[0], scope_id)})",
                     )
                 )
     assert all(need.role in ROLE_IDS for need in CLUSTER_NEEDS)
