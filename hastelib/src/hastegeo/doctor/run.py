@@ -279,7 +279,8 @@ def _cluster_identities(
                     f"cluster {cluster_name} identity",
                     "no managed identity: Azure ML cannot mount credential-less datastores for its jobs",
                     f"az ml compute update --name {cluster_name} --identity-type UserAssigned "
-                    "--user-assigned-identities <identity id>, then DEPLOY_AML_COMPUTE_PRINCIPAL_ID=<its principal id> and `azd provision`",
+                    "--user-assigned-identities <identity id>, then DEPLOY_AML_COMPUTE_PRINCIPAL_ID=<its principal id> "
+                    "and `azd provision`",
                 )
             )
             continue
