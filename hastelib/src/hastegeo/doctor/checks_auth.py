@@ -7,6 +7,7 @@ What is expected comes from the deployed settings (``HASTE_AUTH_CLIENT_ID``,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from hastegeo.doctor.facts import AppRegistration, AuthSettings, RoleGrant, Unreadable
 from hastegeo.doctor.needs import API_SCOPE, APP_ROLE_IDS, CONSOLE_PATH, GROUP_CLAIMS
@@ -67,12 +68,17 @@ def check_registration(
     results = [
         _expect(f"api://{app.app_id}" in app.identifier_uris, "identifier URI", f"api://{app.app_id}", rerun),
         _expect(app.scopes.get(API_SCOPE) is True, "API scope", API_SCOPE, rerun),
-        _expect(
-            console in app.spa_redirect_uris,
-            "console redirect URI",
-            console,
-            rerun + " (until then every console sign-in fails with AADSTS50011)",
-            found=f"single-page redirect URIs: {list(app.spa_redirect_uris) or 'none'}",
+        # Deferred: a deploy whose principal Graph refuses goes on, and an owner runs the script later.
+        replace(
+            _expect(
+                console in app.spa_redirect_uris,
+                "console redirect URI",
+                console,
+                f"infra/scripts/console-redirect.sh {app.app_id} https://{host_name}, signed in as an owner of the "
+                "registration (or `" + rerun + "`); until then every console sign-in fails with AADSTS50011",
+                found=f"single-page redirect URIs: {list(app.spa_redirect_uris) or 'none'}",
+            ),
+            deferred=True,
         ),
         _group_claims(claims, groups_claim, rerun),
     ]
@@ -123,12 +129,15 @@ def check_registration(
         results.append(
             passed(ENTRA, f"project group {project}", f"group {group} is assigned to the app")
             if group.lower() in assigned
-            else failed(
+            else CheckResult(
                 ENTRA,
                 f"project group {project}",
+                Status.FAIL,
                 f"group {group} is not assigned to the app, so tokens never carry it "
                 "(groupMembershipClaims ApplicationGroup) and its members see no project",
-                f"assign the group a role on the app (needs Entra ID P1/P2): {REGISTER} --readers {group}",
+                f"assign the group a role on the app (needs Entra ID P1/P2): {REGISTER} --readers {group}, or "
+                "infra/scripts/project-groups.sh signed in as someone Graph lets assign app roles",
+                deferred=True,
             )
         )
     return results
