@@ -205,3 +205,35 @@ def test_the_builder_can_be_chosen(az: StubAz) -> None:
     assert not [c for c in az.commands() if c.startswith("acr build")][1:], "docker chosen: no ACR Tasks run"
     bad = run("build-images.sh", az, AZURE_CONTAINER_REGISTRY_NAME="crhasteabc", DEPLOY_IMAGE_BUILDER="kaniko")
     assert bad.returncode == 2
+
+
+# ---- what the docs tell an operator
+
+
+def deploy_docs() -> str:
+    return (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text(encoding="utf-8")
+
+
+def test_azure_ml_quota_is_read_where_azure_ml_counts_it() -> None:
+    text = deploy_docs()
+    assert "az ml compute list-usage --location" in text
+    quota = text.split("**Quotas (Azure ML).**", 1)[1].split("**Groups.**", 1)[0]
+    assert "`az vm list-usage` does not show it" in quota
+    assert "start at **zero**" in quota
+
+
+def test_the_docs_say_which_subscriptions_need_the_docker_builder() -> None:
+    section = deploy_docs().split("### Subscriptions that are not enterprise ones", 1)[1].split("\n### ", 1)[0]
+    for needle in ("TasksOperationsNotAllowed", "free credits", "DEPLOY_IMAGE_BUILDER", "`auto`", "`docker`", "`acr`"):
+        assert needle in section, needle
+
+
+def test_the_docs_name_the_graph_permissions_the_workflow_needs() -> None:
+    section = deploy_docs().split("### 3b. Or deploy with the GitHub workflows", 1)[1].split("\n### ", 1)[0]
+    for needle in (
+        "Application.ReadWrite.OwnedBy",
+        "AppRoleAssignment.ReadWrite.All",
+        "Application.Read.All",
+        "consent",
+    ):
+        assert needle in section, needle
