@@ -134,6 +134,8 @@ def run_doctor(args: argparse.Namespace, clients: Clients | None = None, out: Te
 
         clients = default_clients(sign_in_credential(), target.subscription_id)
     claim = getattr(args, "groups_claim", None)
+    if claim not in ("application", "security"):
+        claim = None  # an unknown value in the environment: judge by the registration as it is
     results = run(target, clients, args.only or AREAS, telemetry_hours=args.telemetry_hours, groups_claim=claim)
     print(as_json(results) if args.output == "json" else as_table(results), file=out)
     if getattr(args, "summary", None):
