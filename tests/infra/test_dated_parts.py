@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import re
 import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
@@ -50,6 +51,11 @@ def parts_in_use() -> dict[str, str]:
     package = json.loads((REPO / "package.json").read_text(encoding="utf-8"))
     msal = package["dependencies"]["@azure/msal-browser"]
     found[f"@azure/msal-browser {msal}"] = "package.json"
+    # The SDKs that speak a service's dated API for the app: their pins live in requirements.txt.
+    for pin in re.findall(
+        r"^((?:azure-batch|azure-ai-ml|azure-functions)==[\w.]+)", (REPO / "requirements.txt").read_text(), re.MULTILINE
+    ):
+        found[pin] = "requirements.txt"
     if re.search(r"^param batchLowPriority string$", (INFRA / "main.bicep").read_text(encoding="utf-8"), re.MULTILINE):
         found["Batch low-priority nodes"] = "infra/main.bicep"
     for project in ("hastelib/pyproject.toml", "hastelib/dev/pyproject.toml"):
@@ -122,3 +128,17 @@ def test_every_row_names_a_part_in_use() -> None:
     """A row nothing uses any more is a date nobody needs to look at: it goes with the part."""
     stale = sorted(set(table()) - set(parts_in_use()))
     assert not stale, f"docs/deploy.md '{TABLE_HEADING}' lists parts nothing uses: {stale}"
+
+
+def test_the_batch_sdk_speaks_an_api_version_batch_keeps() -> None:
+    """The pipeline's Batch calls use the SDK's default data-plane version: the same retirement applies."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("azure.batch")  # found, not imported (the SDK's home is the adapter)
+    assert spec is not None
+    assert spec.origin is not None
+    source = (Path(spec.origin).parent / "_configuration.py").read_text(encoding="utf-8")
+    version = re.search(r'api_version.*kwargs\.pop\("api_version", "(\d{4}-\d{2}-\d{2})"\)', source)
+    assert version, "azure.batch no longer names its default API version where this test looks"
+    oldest, notice = RETIRED_BEFORE["Microsoft.Batch"]
+    assert version.group(1) >= oldest, f"azure-batch speaks {version.group(1)}: {notice}"
