@@ -32,12 +32,11 @@ param batchMaxNodes string
   'false'
 ])
 param batchLowPriority string
-@description('What autoscale does with a running task when it removes a node: requeue, terminate, taskcompletion or retaineddata.')
+@description('What autoscale does with a running task when it removes a node: requeue, terminate or taskcompletion (retaineddata is gone from the Batch API 2026-08-01).')
 @allowed([
   'requeue'
   'terminate'
   'taskcompletion'
-  'retaineddata'
 ])
 param batchNodeDeallocation string
 @description('E-mail address alerts go to (empty: none).')
@@ -81,6 +80,8 @@ param eventGridEnabled string
 param inputsUploaderGroupId string
 @description('Principal id of the upstream service identity that sends requests to jobs-requests (Storage Queue Data Message Sender on that queue); empty = none.')
 param upstreamSenderPrincipalId string
+@description('Existing mode: principal id of the managed identity of the workspace\'s compute clusters, given read on the inputs container, write on the outputs container and AcrPull on the registry; empty = none.')
+param amlComputePrincipalId string
 
 // ---- app settings chosen by the operator (passed through to modules/appSettings.bicep) ----
 
@@ -502,7 +503,7 @@ module roles 'modules/roles.bicep' = {
     appInsightsName: monitoring.outputs.appInsightsName
     keyVaultName: createKeyVault ? keyVaultName : ''
     amlWorkspaceName: amlMode == 'Create' ? amlWorkspaceName : ''
-    amlWorkspacePrincipalId: amlMode == 'Create' ? amlCreate.outputs.principalId : ''
+    amlComputePrincipalId: amlMode == 'Existing' ? amlComputePrincipalId : ''
   }
 }
 

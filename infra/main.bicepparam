@@ -33,6 +33,8 @@ param eventGridEnabled = readEnvironmentVariable('DEPLOY_EVENT_GRID', 'false')
 // jobs-requests (a principal id); empty grants nothing.
 param inputsUploaderGroupId = readEnvironmentVariable('DEPLOY_INPUTS_UPLOADER_GROUP_ID', '')
 param upstreamSenderPrincipalId = readEnvironmentVariable('DEPLOY_UPSTREAM_SENDER_PRINCIPAL_ID', '')
+// Existing Azure ML mode: the managed identity of your workspace's compute clusters (principal id).
+param amlComputePrincipalId = readEnvironmentVariable('DEPLOY_AML_COMPUTE_PRINCIPAL_ID', '')
 
 // ---- app settings chosen by the operator ----
 param hasteJobsContainer = readEnvironmentVariable('HASTE_JOBS_CONTAINER', 'haste-jobs')

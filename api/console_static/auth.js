@@ -1,84 +1,109 @@
-// Sign-in in the browser: OAuth 2.0 authorization code with PKCE against Entra ID, by hand with fetch
-// (no library to vendor). The access token lives in this module's memory only: never in local storage
-// or sessionStorage. sessionStorage holds the PKCE verifier and state across the one redirect, then
-// loses them. A reload signs in again, which Entra's own session makes a quick round trip.
+// Sign-in in the browser with Microsoft's MSAL.js: the authorization code flow with PKCE against Entra
+// ID, and silent renewal. The library is vendored as Microsoft publishes it (msal.js: lib/msal-browser.min.js of
+// the npm package @azure/msal-browser pinned in package.json; `npm run vendor:msal` copies it), so no
+// build step runs anywhere, and it is loaded only when the console signs in (not in development).
+//
+// MSAL keeps its cache in sessionStorage: this tab only, gone when it closes (never local storage).
+// (MSAL.js 5 refuses the redirect flow with its memory cache, in_mem_redirect_unavailable; the
+// console's policy allows scripts from its own origin only, docs/adr/0036.) An access token about to
+// expire is renewed silently with the refresh token Entra gave this tab, so a person stays signed in
+// while the tab is open, a reload included; when Entra asks for the person again (the refresh token
+// expired or was revoked), the console redirects once, and Entra's own session usually makes that a
+// quick round trip. Renewal never uses a hidden iframe: the console's policy allows no frames.
 
-const PENDING = "haste.console.pkce";
-let token = null; // { value, expiresAt }
-
-function base64url(bytes) {
-  let text = "";
-  for (const byte of bytes) text += String.fromCharCode(byte);
-  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function randomString() {
-  return base64url(crypto.getRandomValues(new Uint8Array(32)));
-}
-
-async function challengeOf(verifier) {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
-  return base64url(new Uint8Array(digest));
-}
+const BUNDLE = "msal.js";
+let client = null; // the PublicClientApplication being initialised (a promise: API calls start at once)
+let account = null;
+let forceRefresh = false;
 
 function redirectUri() {
   return `${location.origin}${location.pathname}`;
 }
 
-async function startSignIn(auth) {
-  const verifier = randomString();
-  const state = randomString();
-  sessionStorage.setItem(PENDING, JSON.stringify({ verifier, state, hash: location.hash }));
-  const query = new URLSearchParams({
-    client_id: auth.clientId,
-    response_type: "code",
-    redirect_uri: redirectUri(),
-    response_mode: "query",
-    scope: `openid ${auth.scope}`,
-    state,
-    code_challenge: await challengeOf(verifier),
-    code_challenge_method: "S256",
+function loadBundle() {
+  if (globalThis.msal) return Promise.resolve(globalThis.msal);
+  return new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = BUNDLE;
+    script.onload = () => resolve(globalThis.msal);
+    script.onerror = () => reject(new Error(`Sign-in failed: ${BUNDLE} could not be loaded`));
+    document.head.append(script);
   });
-  location.assign(`${auth.authority}/authorize?${query}`);
-  return new Promise(() => {}); // the page is leaving
 }
 
-async function finishSignIn(auth, params) {
-  const pending = JSON.parse(sessionStorage.getItem(PENDING) || "null");
-  sessionStorage.removeItem(PENDING);
-  history.replaceState(null, "", redirectUri() + (pending && pending.hash ? pending.hash : ""));
-  if (params.get("error")) throw new Error(`Sign-in failed: ${params.get("error_description") || params.get("error")}`);
-  if (!pending || pending.state !== params.get("state")) throw new Error("Sign-in failed: the answer does not match this browser's request");
-  const response = await fetch(`${auth.authority}/token`, {
-    method: "POST",
-    headers: { "Content-Type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      client_id: auth.clientId,
-      grant_type: "authorization_code",
-      code: params.get("code"),
-      redirect_uri: redirectUri(),
-      code_verifier: pending.verifier,
-      scope: auth.scope,
-    }),
+function failure(error) {
+  const reason = error && (error.errorMessage || error.message || error.errorCode);
+  return new Error(`Sign-in failed: ${reason || "Entra ID refused the sign-in"}`);
+}
+
+function signedInClient(auth) {
+  if (!client) client = start(auth);
+  return client;
+}
+
+async function start(auth) {
+  const msal = await loadBundle();
+  const pca = new msal.PublicClientApplication({
+    auth: {
+      clientId: auth.clientId,
+      authority: `${auth.origin}/${auth.tenantId}`,
+      redirectUri: redirectUri(),
+      // The answer comes back in the query: the console's own routes live in the hash.
+      OIDCOptions: { responseMode: msal.ResponseMode.QUERY },
+    },
+    cache: { cacheLocation: msal.BrowserCacheLocation.SessionStorage },
   });
-  const body = await response.json();
-  if (!response.ok) throw new Error(`Sign-in failed: ${body.error_description || body.error || response.status}`);
-  token = { value: body.access_token, expiresAt: Date.now() + (Number(body.expires_in) - 60) * 1000 };
+  await pca.initialize();
+  let result;
+  try {
+    result = await pca.handleRedirectPromise({ navigateToLoginRequestUrl: false });
+  } catch (error) {
+    history.replaceState(null, "", redirectUri() + location.hash);
+    client = null; // the next call may sign in again
+    throw failure(error);
+  }
+  if (result) {
+    account = result.account;
+    // Back where the person was: the hash route travelled in the request's state.
+    history.replaceState(null, "", redirectUri() + (result.state || ""));
+  } else {
+    account = pca.getAllAccounts()[0] || null;
+  }
+  return pca;
+}
+
+async function token(auth) {
+  const pca = await signedInClient(auth);
+  const msal = globalThis.msal;
+  const scopes = [auth.scope];
+  if (account) {
+    try {
+      const result = await pca.acquireTokenSilent({
+        scopes,
+        account,
+        forceRefresh,
+        // Cached token, else the refresh token; never the hidden iframe the policy would refuse.
+        cacheLookupPolicy: msal.CacheLookupPolicy.AccessTokenAndRefreshToken,
+      });
+      forceRefresh = false;
+      return result.accessToken;
+    } catch (error) {
+      if (!(error instanceof msal.InteractionRequiredAuthError) && !(error instanceof msal.BrowserAuthError)) {
+        throw failure(error);
+      }
+    }
+  }
+  await pca.acquireTokenRedirect({ scopes, state: location.hash, redirectUri: redirectUri() });
+  return new Promise(() => {}); // the page is leaving for Entra ID
 }
 
 /** Headers that authenticate an API call: none in development (the host supplies the caller). */
 export async function authHeaders(auth) {
   if (!auth || auth.mode !== "entra") return {};
-  const params = new URLSearchParams(location.search);
-  if (!token && (params.has("code") || params.has("error"))) await finishSignIn(auth, params);
-  if (!token || Date.now() >= token.expiresAt) {
-    token = null;
-    await startSignIn(auth);
-  }
-  return { Authorization: `Bearer ${token.value}` };
+  return { Authorization: `Bearer ${await token(auth)}` };
 }
 
-/** Forget the token (a 401 means it is no longer accepted); the next call signs in again. */
+/** A 401 means the token is no longer accepted: the next call gets a new one (silently if it can). */
 export function forgetToken() {
-  token = null;
+  forceRefresh = true;
 }

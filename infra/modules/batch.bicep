@@ -9,7 +9,8 @@
 // - nodeDeallocation decides what happens to a running task when autoscale removes its node
 //   ($NodeDeallocationOption): taskcompletion (default: wait for running tasks to finish),
 //   requeue (stop the task and run it again elsewhere), terminate (stop it; the job fails
-//   with a readable cause), retaineddata (wait until task data retention expires).
+//   with a readable cause). retaineddata is not offered: it is deprecated and gone from the
+//   Batch API 2026-08-01, so a deployment choosing it would break on the next API version.
 // - Containers run from the registry, pulled with the pool's user-assigned identity (AcrPull
 //   in roles.bicep); the same identity uploads outputs and reads inputs.
 
@@ -30,7 +31,6 @@ param lowPriority bool
   'requeue'
   'terminate'
   'taskcompletion'
-  'retaineddata'
 ])
 param nodeDeallocation string
 
@@ -45,7 +45,7 @@ $NodeDeallocationOption = __DEALLOCATION__;
 '''
 var formula = replace(replace(replace(formulaTemplate, '__MAX_NODES__', string(maxNodes)), '__LOW_PRIORITY__', lowPriority ? '1' : '0'), '__DEALLOCATION__', nodeDeallocation)
 
-resource account 'Microsoft.Batch/batchAccounts@2024-07-01' = {
+resource account 'Microsoft.Batch/batchAccounts@2025-06-01' = {
   name: name
   location: location
   tags: tags
@@ -58,7 +58,7 @@ resource account 'Microsoft.Batch/batchAccounts@2024-07-01' = {
   }
 }
 
-resource pools 'Microsoft.Batch/batchAccounts/pools@2024-07-01' = [
+resource pools 'Microsoft.Batch/batchAccounts/pools@2025-06-01' = [
   for workload in workloads: {
     parent: account
     name: 'haste-${workload.name}'

@@ -1,6 +1,13 @@
 // Every role assignment in the environment's resource group, least privilege and scoped to
 // the resource (or container) that needs it. No Owner, no Contributor, no keys.
 // Existing-mode Azure ML access lives in amlAccess.bicep (another resource group).
+// docs/deploy.md "Who may touch what" lists every identity against every resource it reads or
+// writes; tests/infra/test_identity_table.py holds that table and these assignments together.
+//
+// Not here on purpose: the Create-mode workspace's system-assigned identity. Azure ML assigns
+// that identity its roles on the workspace's storage account, key vault, registry and Application
+// Insights itself when it creates the workspace; a second assignment of the same principal, role
+// and scope under another name fails the deployment with RoleAssignmentExists (docs/adr/0036).
 
 @description('Principal id of the Functions app (system-assigned identity).')
 param functionPrincipalId string
@@ -20,8 +27,8 @@ param appInsightsName string
 param keyVaultName string
 @description('Create-mode workspace; empty in Existing and Disabled modes.')
 param amlWorkspaceName string
-@description('Principal id of the Create-mode workspace identity; empty otherwise.')
-param amlWorkspacePrincipalId string
+@description('Existing mode: principal id of the managed identity of the workspace\'s compute clusters (their credential-less datastores fall back to it); empty = none.')
+param amlComputePrincipalId string
 
 var role = {
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
@@ -29,10 +36,7 @@ var role = {
   storageBlobDataReader: '2a2b9908-6ea1-4ae2-8e65-a410df84e7d1'
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
   storageQueueDataMessageSender: 'c6a89b2d-59bc-44d0-9896-0f6e12d7b80a'
-  storageFileDataPrivilegedContributor: '69566ab7-960f-475b-8e7c-b3118f30c6bd'
-  keyVaultAdministrator: '00482a5a-887f-4fb3-b363-3b7fe8e74483'
   acrPull: '7f951dda-4ed3-4680-a7ca-43fe172d538d'
-  acrPush: '8311e382-0749-4cb8-b61a-304f252e45ec'
   batchJobSubmitter: '48e5e92e-a480-4e71-aa9c-2778f4c13781'
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
   keyVaultSecretsUser: '4633458b-17de-408a-b874-0445c86b69e6'
@@ -73,7 +77,7 @@ resource registry 'Microsoft.ContainerRegistry/registries@2023-07-01' existing =
   name: registryName
 }
 
-resource batch 'Microsoft.Batch/batchAccounts@2024-07-01' existing = {
+resource batch 'Microsoft.Batch/batchAccounts@2025-06-01' existing = {
   name: batchAccountName
 }
 
@@ -198,52 +202,39 @@ resource appDataScientist 'Microsoft.Authorization/roleAssignments@2022-04-01' =
   }
 }
 
-// Who: the Create-mode workspace identity. Why: its identity-based datastores read and write
-// blobs of this storage account (shared keys are disabled).
-resource workspaceBlobContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName)) {
-  scope: storage
-  name: guid(storage.id, amlWorkspaceName, role.storageBlobDataContributor)
+// Who: the compute identity of the operator's workspace (Existing mode, DEPLOY_AML_COMPUTE_PRINCIPAL_ID).
+// Why: the jobs' datastores carry no credentials, so Azure ML mounts them with the compute's managed
+// identity: read the inputs container. (Create mode's clusters use the compute identity above.)
+resource amlComputeInputsReader 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlComputePrincipalId)) {
+  scope: inputs
+  name: guid(inputs.id, amlComputePrincipalId, role.storageBlobDataReader)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageBlobDataReader)
+    principalId: amlComputePrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// Who: the compute identity of the operator's workspace (Existing mode). Why: jobs write outputs/**
+// and logs/** through the outputs datastore, mounted with that identity; this container only.
+resource amlComputeOutputsContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlComputePrincipalId)) {
+  scope: outputs
+  name: guid(outputs.id, amlComputePrincipalId, role.storageBlobDataContributor)
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageBlobDataContributor)
-    principalId: amlWorkspacePrincipalId
+    principalId: amlComputePrincipalId
     principalType: 'ServicePrincipal'
   }
 }
 
-// Who: the Create-mode workspace identity. Why: Azure ML builds and stores Environment images
-// in the workspace registry, which is this one; AcrPush includes pull, so the workspace also reads
-// the compute images the images step pushed (the clusters pull with the compute identity).
-resource workspaceAcrPush 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName)) {
+// Who: the compute identity of the operator's workspace (Existing mode). Why: the clusters pull the
+// training image (AML_IMAGE) from this environment's registry; pull only.
+resource amlComputeAcrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlComputePrincipalId)) {
   scope: registry
-  name: guid(registry.id, amlWorkspaceName, role.acrPush)
+  name: guid(registry.id, amlComputePrincipalId, role.acrPull)
   properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.acrPush)
-    principalId: amlWorkspacePrincipalId
-    principalType: 'ServicePrincipal'
-  }
-}
-
-// Who: the Create-mode workspace identity. Why: the workspace keeps its own secrets (connections,
-// datastore credentials it may be given later) in its Key Vault, which has RBAC authorization and no
-// access policies; Azure ML documents Key Vault Administrator on that vault for its identity.
-resource workspaceVaultAdministrator 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName) && !empty(keyVaultName)) {
-  scope: vault
-  name: guid(resourceGroup().id, keyVaultName, amlWorkspaceName, role.keyVaultAdministrator)
-  properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.keyVaultAdministrator)
-    principalId: amlWorkspacePrincipalId
-    principalType: 'ServicePrincipal'
-  }
-}
-
-// Who: the Create-mode workspace identity. Why: with identity-based system datastores (shared keys
-// are off) the workspace reaches its file share (code snapshots, notebooks) with its identity.
-resource workspaceFileContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(amlWorkspaceName)) {
-  scope: storage
-  name: guid(storage.id, amlWorkspaceName, role.storageFileDataPrivilegedContributor)
-  properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.storageFileDataPrivilegedContributor)
-    principalId: amlWorkspacePrincipalId
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', role.acrPull)
+    principalId: amlComputePrincipalId
     principalType: 'ServicePrincipal'
   }
 }

@@ -28,7 +28,11 @@
 #   azd env set DEPLOY_AUTH_CLIENT_ID "$(infra/scripts/app-registration.sh --name haste-dev)"
 # Needs the Azure CLI signed in as someone who may create app registrations and assign app roles
 # (Application Administrator, or the owner of an existing registration).
+# Entra ID replicates a new registration and service principal for seconds to minutes: the calls
+# right after creating them are retried while they answer "not found" (infra/scripts/lib.sh).
 set -euo pipefail
+# shellcheck source=infra/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 GRAPH="https://graph.microsoft.com/v1.0"
 AZURE_CLI_APP_ID="04b07795-8ddb-461a-bbee-02f9e1bf7b46"
@@ -120,7 +124,7 @@ if [ -z "$client_id" ]; then
 else
   log "found app registration $name ($client_id)"
 fi
-object_id="$(az ad app show --id "$client_id" --query id --output tsv)"
+object_id="$(until_propagated app-registration az ad app show --id "$client_id" --query id --output tsv)"
 
 # 2. Identifier URI, roles, scope and token shape, in one PATCH (the same body on every run).
 role() { # id value display description
@@ -151,13 +155,13 @@ cat > "$workdir/app.json" <<EOF
   }
 }
 EOF
-az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
+until_propagated app-registration az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
   --headers "Content-Type=application/json" --body "@$workdir/app.json" --output none
 # Pre-authorisation refers to the scope, so it goes in a second PATCH, once the scope exists.
 cat > "$workdir/preauth.json" <<EOF
 {"api": {"preAuthorizedApplications": [{"appId": "$AZURE_CLI_APP_ID", "delegatedPermissionIds": ["$SCOPE_ID"]}]}}
 EOF
-az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
+until_propagated app-registration az rest --method PATCH --uri "$GRAPH/applications/$object_id" \
   --headers "Content-Type=application/json" --body "@$workdir/preauth.json" --output none
 log "identifier URI api://$client_id, roles Haste.Reader/Submitter/Admin, Azure CLI pre-authorised"
 if [ -n "$console_url" ]; then
@@ -167,7 +171,7 @@ fi
 # 3. The service principal (enterprise application) that role assignments hang on.
 sp_id="$(az ad sp list --filter "appId eq '$client_id'" --query "[0].id" --output tsv)"
 if [ -z "$sp_id" ]; then
-  sp_id="$(az ad sp create --id "$client_id" --query id --output tsv)"
+  sp_id="$(until_propagated app-registration az ad sp create --id "$client_id" --query id --output tsv)"
   log "created service principal $sp_id"
 fi
 
@@ -181,7 +185,7 @@ assign() { # principal role-id role-name kind
     return 0
   fi
   printf '{"principalId":"%s","resourceId":"%s","appRoleId":"%s"}' "$1" "$sp_id" "$2" > "$workdir/assign.json"
-  if ! az rest --method POST --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
+  if ! until_propagated app-registration az rest --method POST --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
     --headers "Content-Type=application/json" --body "@$workdir/assign.json" --output none; then
     if [ "$4" = group ]; then
       log "could not assign $3 to group $1: assigning groups to an app needs Microsoft Entra ID P1 or P2;" \

@@ -13,8 +13,15 @@
 # Assigning groups to an app needs Microsoft Entra ID P1 or P2. Without it set
 # HASTE_GROUPS_CLAIM=security (tokens then carry every security group of the user): nothing is
 # assigned here. Needs the Azure CLI signed in as an owner of the app's service principal (or
-# Application Administrator).
+# Application Administrator); an app-only sign-in (the deploy workflow's service principal) needs
+# the Graph application permissions AppRoleAssignment.ReadWrite.All and Application.Read.All, with
+# an admin's consent. When Graph refuses for want of them, the script says so and exits 3, or 0 with
+# GRAPH_REFUSAL_OK=true (the deploy goes on). A service principal created moments ago is retried
+# while Entra replicates it.
 set -euo pipefail
+# shellcheck source=infra/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+NEEDS="AppRoleAssignment.ReadWrite.All and Application.Read.All when signed in as an application (admin consent), or ownership of the app's service principal"
 
 GRAPH="https://graph.microsoft.com/v1.0"
 READER_ROLE_ID="6b0e1b0a-2b53-4f1e-9a51-3c1f0c5a7d01" # Haste.Reader, as app-registration.sh defines it
@@ -48,10 +55,18 @@ if [ -z "$sp_id" ]; then
   log "no service principal for the app $client_id (run app-registration.sh first)"
   exit 1
 fi
-existing="$(az rest --method GET --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
-  --query "value[].[principalId, appRoleId]" --output tsv)"
 workdir="$(mktemp -d)"
 trap 'rm -rf "$workdir"' EXIT
+# Not in $(...): LAST_STDERR must reach this shell.
+if ! until_propagated project-groups az rest --method GET --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
+  --query "value[].[principalId, appRoleId]" --output tsv >"$workdir/existing"; then
+  if grep -Eq "$GRAPH_REFUSED_PATTERN" <<<"$LAST_STDERR"; then
+    refused_by_graph project-groups "reading who holds the app's roles" "$NEEDS"
+    exit $?
+  fi
+  exit 1
+fi
+existing="$(cat "$workdir/existing")"
 for group in "${ids[@]}"; do
   if printf '%s\n' "$existing" | grep -qi "^${group}[[:space:]]*${READER_ROLE_ID}\$"; then
     log "project group $group is already assigned"
@@ -59,8 +74,12 @@ for group in "${ids[@]}"; do
   fi
   printf '{"principalId":"%s","resourceId":"%s","appRoleId":"%s"}' "$group" "$sp_id" "$READER_ROLE_ID" \
     > "$workdir/assign.json"
-  if ! az rest --method POST --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
+  if ! until_propagated project-groups az rest --method POST --uri "$GRAPH/servicePrincipals/$sp_id/appRoleAssignedTo" \
     --headers "Content-Type=application/json" --body "@$workdir/assign.json" --output none; then
+    if grep -Eq "$GRAPH_REFUSED_PATTERN" <<<"$LAST_STDERR"; then
+      refused_by_graph project-groups "assigning project group $group to the app" "$NEEDS"
+      exit $?
+    fi
     log "could not assign project group $group: assigning groups to an app needs Microsoft Entra ID P1 or P2;" \
       "without it set HASTE_GROUPS_CLAIM=security and give roles to users"
     exit 1

@@ -8,7 +8,11 @@
 # Create mode: the Bicep registered haste-runtime:<tag> already, so this finds it and does nothing.
 # Existing mode: it registers name:<version> (the pinned version, else the image tag) in your
 # workspace, so AML_ENVIRONMENT_SOURCE=registered works without a manual step.
+# The workspace may have been created minutes ago by the same provision: a "not found" from it is
+# retried while it replicates (infra/scripts/lib.sh).
 set -euo pipefail
+# shellcheck source=infra/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 mode="${DEPLOYED_AML_MODE:-Disabled}"
 if [ "$mode" = "Disabled" ]; then
@@ -31,5 +35,6 @@ if az ml environment show --name "$name" --version "$version" "${workspace[@]}" 
   echo "register-aml-environment: $name:$version exists; unchanged" >&2
   exit 0
 fi
-az ml environment create --name "$name" --version "$version" --image "$image" "${workspace[@]}" --output none
+until_propagated register-aml-environment \
+  az ml environment create --name "$name" --version "$version" --image "$image" "${workspace[@]}" --output none
 echo "register-aml-environment: registered $name:$version from $image" >&2

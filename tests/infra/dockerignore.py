@@ -100,3 +100,76 @@ def context(root: Path, rules: list[Rule]) -> Iterator[str]:
         for name in files:
             if not excluded(rules, prefix + name):
                 yield prefix + name
+
+
+# ---- `az acr build`: the Azure CLI packs the context itself, with its own reading of the same file.
+#
+# Read from the Azure CLI's source (src/azure-cli/azure/cli/command_modules/acr/_archive_utils.py,
+# `_load_dockerignore_file`, `IgnoreRule`, `_pack_source_code`), not from Docker's documentation:
+# each line (right-stripped, `#` lines and blank lines skipped) becomes one regular expression, the
+# LAST line first; `!` makes an exception; the pattern is split on `/`, a `**` part becomes `.*`,
+# `*` becomes `[^/]*`, `?` becomes `[^/]`, `.` is escaped, and the parts are joined with `/` and
+# anchored (`^...$`). Nothing is cleaned: `dir/` keeps its slash and never matches `dir`, and a
+# leading `/` never matches. The walk visits every entry, even under an ignored folder; an entry
+# takes the first rule (in that order) that matches its whole relative path among the rules before
+# the one that decided its parent, else its parent's verdict. `.git` and other VCS names at the
+# root are always left out.
+
+VCS_NAMES = frozenset({".git", ".gitignore", ".bzr", "bzrignore", ".hg", ".hgignore", ".svn"})
+
+
+@dataclass(frozen=True)
+class AcrRule:
+    line: str
+    ignore: bool
+    regex: re.Pattern[str]
+
+
+def acr_parse(text: str) -> list[AcrRule]:
+    rules: list[AcrRule] = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        ignore = not line.startswith("!")
+        body = line if ignore else line[1:]
+        parts = body.split("/")
+        pattern = "^"
+        for index, part in enumerate(parts, 1):
+            if part == "**":
+                pattern += ".*"
+            else:
+                pattern += part.replace("*", "[^/]*").replace("?", "[^/]").replace(".", "\\.")
+                if index < len(parts):
+                    pattern += "/"
+        rules.insert(0, AcrRule(line, ignore, re.compile(pattern + "$")))
+    return rules
+
+
+def _acr_verdict(rules: list[AcrRule], name: str, parent_ignored: bool, parent_index: int) -> tuple[bool, int]:
+    if name in VCS_NAMES:
+        return True, parent_index
+    for index, rule in enumerate(rules):
+        if index >= parent_index:
+            break
+        if rule.regex.match(name):
+            return rule.ignore, index
+    return parent_ignored, parent_index
+
+
+def acr_context(root: Path, text: str) -> Iterator[str]:
+    """Every file `az acr build <root>` packs: the Azure CLI's walk, pruned only where no rule can reopen."""
+    rules = acr_parse(text)
+
+    def walk(folder: Path, prefix: str, ignored: bool, decided: int) -> Iterator[str]:
+        for entry in sorted(folder.iterdir()):
+            name = prefix + entry.name
+            verdict, index = _acr_verdict(rules, name, ignored, decided)
+            if entry.is_dir() and not entry.is_symlink():
+                if verdict and not any(not rule.ignore for rule in rules[:index]):
+                    continue  # ignored, and no exception before its rule: nothing below can come back
+                yield from walk(entry, name + "/", verdict, index)
+            elif not verdict:
+                yield name
+
+    yield from walk(root, "", False, len(rules))

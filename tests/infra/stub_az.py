@@ -3,8 +3,9 @@
 :func:`install` writes an executable named ``az`` into a folder to put first on PATH. Each call
 appends one JSON line to the log: the argv, and the content of any ``--body @file`` (the scripts
 delete their temporary files on exit). The answer is the first rule whose tokens all appear in
-the argv, in order: ``{"match": [...], "stdout": "...", "exit": 0}``; no matching rule prints
-nothing and exits 0, like ``az ... --output tsv`` with an empty result.
+the argv, in order: ``{"match": [...], "stdout": "...", "exit": 0}``, with ``"times": n`` for a rule
+that answers only its first n matching calls (a refusal that stops); no matching rule prints
+nothing and exits 0, like ``az ... --output tsv`` with an empty result. ``docker`` is stubbed too.
 """
 
 from __future__ import annotations
@@ -34,8 +35,14 @@ def matches(tokens):
         except ValueError:
             return False
     return True
-for rule in json.load(open(os.environ["AZ_STUB_RULES"])):
+for index, rule in enumerate(json.load(open(os.environ["AZ_STUB_RULES"]))):
     if rule.get("tool", "az") == entry["tool"] and matches(rule["match"]):
+        if "times" in rule:  # the rule answers its first `times` matching calls only
+            counter = os.environ["AZ_STUB_LOG"] + f".rule{{index}}"
+            used = int(open(counter).read()) if os.path.exists(counter) else 0
+            if used >= rule["times"]:
+                continue
+            open(counter, "w").write(str(used + 1))
         sys.stdout.write(rule.get("stdout", ""))
         sys.stderr.write(rule.get("stderr", ""))
         sys.exit(rule.get("exit", 0))
@@ -72,7 +79,7 @@ class StubAz:
 
 def install(folder: Path) -> StubAz:
     folder.mkdir(parents=True, exist_ok=True)
-    for tool in ("az", "azd"):
+    for tool in ("az", "azd", "docker"):
         path = folder / tool
         path.write_text(_STUB.format(python=sys.executable), encoding="utf-8")
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

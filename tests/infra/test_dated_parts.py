@@ -10,10 +10,13 @@ day the part must be looked at again.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import tomllib
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.drift.conftest import REPO
 
@@ -43,6 +46,18 @@ def parts_in_use() -> dict[str, str]:
             found[base] = path.relative_to(REPO).as_posix()
     bundle = json_bundle()
     found[f"{bundle['id']} {bundle['version']}"] = "host.json"
+    azd = yaml.safe_load((REPO / "azure.yaml").read_text(encoding="utf-8"))["requiredVersions"]["azd"]
+    found[f"azd {azd}"] = "azure.yaml"
+    package = json.loads((REPO / "package.json").read_text(encoding="utf-8"))
+    msal = package["dependencies"]["@azure/msal-browser"]
+    found[f"@azure/msal-browser {msal}"] = "package.json"
+    # The SDKs that speak a service's dated API for the app: their pins live in requirements.txt.
+    for pin in re.findall(
+        r"^((?:azure-batch|azure-ai-ml|azure-functions)==[\w.]+)", (REPO / "requirements.txt").read_text(), re.MULTILINE
+    ):
+        found[pin] = "requirements.txt"
+    if re.search(r"^param batchLowPriority string$", (INFRA / "main.bicep").read_text(encoding="utf-8"), re.MULTILINE):
+        found["Batch low-priority nodes"] = "infra/main.bicep"
     for project in ("hastelib/pyproject.toml", "hastelib/dev/pyproject.toml"):
         document = tomllib.loads((REPO / project).read_text(encoding="utf-8"))
         for requirement in document["build-system"]["requires"]:
@@ -55,8 +70,6 @@ def parts_in_use() -> dict[str, str]:
 
 
 def json_bundle() -> dict[str, str]:
-    import json
-
     bundle = json.loads((REPO / "host.json").read_text(encoding="utf-8"))["extensionBundle"]
     return {"id": str(bundle["id"]), "version": str(bundle["version"])}
 
@@ -93,3 +106,39 @@ def test_each_part_has_a_row_and_time_left(part: str) -> None:
     date, source = rows[part]
     left = (date - dt.date.today()).days
     assert left >= WARNING_DAYS, f"{part}: {date} is {left} days away (source: {source}); move off it now"
+
+
+# Resource API versions a provider announced the retirement of: every version older than the one
+# named here. Checked against the providers' notices (the table's sources say which); add a line
+# when a provider announces one.
+RETIRED_BEFORE: dict[str, tuple[str, str]] = {
+    "Microsoft.Batch": ("2025-06-01", "Azure/Batch#140: API versions prior to 2025-06-01 are retired"),
+}
+
+
+@pytest.mark.parametrize("part", sorted(p for p in parts_in_use() if re.match(r"Microsoft\.\w+/.+@", p)))
+def test_no_resource_api_version_is_one_its_provider_retires(part: str) -> None:
+    provider, version = part.split("/", 1)[0], part.rsplit("@", 1)[1]
+    if provider in RETIRED_BEFORE:
+        oldest, notice = RETIRED_BEFORE[provider]
+        assert version[:10] >= oldest, f"{part} ({parts_in_use()[part]}): {notice}"
+
+
+def test_every_row_names_a_part_in_use() -> None:
+    """A row nothing uses any more is a date nobody needs to look at: it goes with the part."""
+    stale = sorted(set(table()) - set(parts_in_use()))
+    assert not stale, f"docs/deploy.md '{TABLE_HEADING}' lists parts nothing uses: {stale}"
+
+
+def test_the_batch_sdk_speaks_an_api_version_batch_keeps() -> None:
+    """The pipeline's Batch calls use the SDK's default data-plane version: the same retirement applies."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("azure.batch")  # found, not imported (the SDK's home is the adapter)
+    assert spec is not None
+    assert spec.origin is not None
+    source = (Path(spec.origin).parent / "_configuration.py").read_text(encoding="utf-8")
+    version = re.search(r'api_version.*kwargs\.pop\("api_version", "(\d{4}-\d{2}-\d{2})"\)', source)
+    assert version, "azure.batch no longer names its default API version where this test looks"
+    oldest, notice = RETIRED_BEFORE["Microsoft.Batch"]
+    assert version.group(1) >= oldest, f"azure-batch speaks {version.group(1)}: {notice}"

@@ -27,6 +27,8 @@ def az(tmp_path: Path) -> StubAz:
 
 
 def run(script: str, az: StubAz, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    # Propagation retries (infra/scripts/lib.sh) without waiting; a test may ask for more attempts.
+    env = {"PROPAGATION_FIRST_WAIT_S": "0", "PROPAGATION_ATTEMPTS": "2", **env}
     return subprocess.run(
         ["bash", str(SCRIPTS / script), *args],
         env=az.env(**env),

@@ -231,3 +231,43 @@ def test_dockerignore_matching_follows_docker_rules() -> None:
     assert dockerignore.excluded(rules, "b1/c/deep")
     assert not dockerignore.excluded(rules, "b12/c")
     assert dockerignore.excluded(rules, "!x")
+
+
+# ---- the same context as `az acr build` reads .dockerignore (its own rules, not Docker's)
+
+
+def test_az_acr_build_sends_the_same_context_as_docker() -> None:
+    """The images are built by `az acr build .`, which packs the context with the Azure CLI's own reading."""
+    text = IGNORE_FILE.read_text(encoding="utf-8")
+    by_acr = set(dockerignore.acr_context(REPO, text))
+    by_docker = set(dockerignore.context(REPO, RULES))
+    assert by_acr == by_docker, {
+        "only az acr build": sorted(by_acr - by_docker)[:10],
+        "only docker": sorted(by_docker - by_acr)[:10],
+    }
+    for path in DOCKERFILES:
+        for source in copied_sources(path):
+            files = [f for f in tracked(source) if not f.startswith("hastelib/dev/")]
+            missing = [f for f in files if f not in by_acr]
+            assert not missing, f"{path}: COPY {source} but `az acr build` leaves out {missing[:5]}"
+
+
+def test_the_acr_reading_is_the_azure_clis(tmp_path: Path) -> None:
+    """A trailing slash never matches there, and an ignored folder is still walked for exceptions."""
+    for name in ("keep/a.txt", "keep/dev/b.txt", "drop/c.txt", "top.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x", encoding="utf-8")
+    slashed = "*\n!keep/\nkeep/dev/\n"
+    assert set(dockerignore.acr_context(tmp_path, slashed)) == set(), "`!keep/` reopens nothing for az"
+    assert set(dockerignore.context(tmp_path, dockerignore.parse(slashed))) == {"keep/a.txt"}, "but does for Docker"
+    plain = "*\n!keep\nkeep/dev\n"
+    assert set(dockerignore.acr_context(tmp_path, plain)) == {"keep/a.txt"}
+    assert set(dockerignore.context(tmp_path, dockerignore.parse(plain))) == {"keep/a.txt"}
+
+
+def test_the_dockerignore_has_no_rule_the_two_readings_take_differently() -> None:
+    text = IGNORE_FILE.read_text(encoding="utf-8")
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    assert not [line for line in lines if line.endswith("/") or line.lstrip("!").startswith("/")], (
+        "a trailing or leading slash: `az acr build` never matches it"
+    )

@@ -25,9 +25,8 @@ from tests.infra.emitted import as_environment, emitted_app_settings, module_par
 ROLE_IDS = {
     "storageBlobDataContributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
     "storageQueueDataMessageSender": "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a",
-    "storageFileDataPrivilegedContributor": "69566ab7-960f-475b-8e7c-b3118f30c6bd",
-    "keyVaultAdministrator": "00482a5a-887f-4fb3-b363-3b7fe8e74483",
-    "acrPush": "8311e382-0749-4cb8-b61a-304f252e45ec",
+    "storageBlobDataReader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
+    "acrPull": "7f951dda-4ed3-4680-a7ca-43fe172d538d",
 }
 
 
@@ -138,18 +137,10 @@ def test_create_mode_makes_a_datastore_for_each_container_jobs_mount(drift: Modu
         assert settings.section(AmlSettings).datastore_for(container) == container.replace("-", "_")
 
 
-def test_the_workspace_identity_has_what_the_workspace_needs() -> None:
-    granted = {
-        (a["scope"], a["role"])
-        for a in role_assignments(read("modules/roles.bicep")).values()
-        if a["principal"] == "amlWorkspacePrincipalId"
-    }
-    assert {
-        ("vault", "keyVaultAdministrator"),
-        ("registry", "acrPush"),  # includes pull
-        ("storage", "storageBlobDataContributor"),
-        ("storage", "storageFileDataPrivilegedContributor"),
-    } <= granted
+def test_the_workspace_identity_gets_no_role_azure_ml_assigns_itself() -> None:
+    """Azure ML gives a system-assigned workspace identity its roles; assigning them again fails (ADR 0036)."""
+    granted = [a for a in role_assignments(read("modules/roles.bicep")).values() if "orkspace" in a["principal"]]
+    assert not granted
     roles = read("modules/roles.bicep")
     for name, guid in ROLE_IDS.items():
         assert f"{name}: '{guid}'" in roles, name

@@ -91,12 +91,35 @@ def test_headers_forbid_sniffing_framing_and_referrers() -> None:
     assert headers["Referrer-Policy"] == "no-referrer"
 
 
+# Microsoft's MSAL.js, vendored unchanged from the npm package package.json pins (npm run vendor:msal).
+VENDORED = {"msal.js": "node_modules/@azure/msal-browser/lib/msal-browser.min.js"}
+
+
+def test_the_vendored_sign_in_library_is_microsofts_as_pinned() -> None:
+    import json
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    pinned = json.loads((repo / "package.json").read_text(encoding="utf-8"))["dependencies"]["@azure/msal-browser"]
+    for name, source in VENDORED.items():
+        body = static_files()[name][0]
+        assert body.startswith(f"/*! @azure/msal-browser v{pinned} ".encode()), f"{name} is not v{pinned}"
+        installed = repo / source
+        if installed.exists():  # after `make install`
+            assert body == installed.read_bytes(), f"{name} differs from {source}: npm run vendor:msal"
+    auth = (repo / "api" / "console_static" / "auth.js").read_text(encoding="utf-8")
+    assert "BrowserCacheLocation.SessionStorage" in auth, "MSAL's cache stays in the tab"
+    assert "LocalStorage" not in auth
+
+
 def test_every_shipped_file_is_served_and_none_uses_inline_code_or_html_insertion() -> None:
     files = static_files()
     assert {"index.html", "app.js", "console.css"} <= set(files)
     for name, (body, content_type, etag) in files.items():
         assert content_type == CONTENT_TYPES["." + name.rsplit(".", 1)[1]]
         assert re.fullmatch(r'"[0-9a-f]{32}"', etag)
+        if name in VENDORED:
+            continue  # Microsoft's code, checked as theirs above; its storage is chosen by auth.js
         text = body.decode()
         for forbidden in _FORBIDDEN:
             assert not forbidden.search(text), (name, forbidden.pattern)

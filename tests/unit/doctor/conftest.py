@@ -19,6 +19,7 @@ ARM = r"^https://management\.azure\.com/subscriptions/12345678-1234-1234-1234-12
 SITE = ARM + r"/resourceGroups/rg-haste-dev/providers/Microsoft\.Web/sites/func-haste-abc123"
 BATCH = ARM + r"/resourceGroups/rg-haste-dev/providers/Microsoft\.Batch/batchAccounts/bahasteabc123"
 GRAPH = r"^https://graph\.microsoft\.com/v1\.0"
+AML_LOCATION = ARM + r"/providers/Microsoft\.MachineLearningServices/locations/westeurope"
 
 
 def healthy_arm() -> ReplayTransport:
@@ -33,6 +34,8 @@ def healthy_arm() -> ReplayTransport:
         .add("GET", BATCH + r"\?", recorded("batch_account"))
         .add("GET", BATCH + r"/pools\?", recorded("pools"))
         .add("GET", ARM + r"/providers/Microsoft\.Batch/locations/westeurope/virtualMachineSkus", recorded("vm_skus"))
+        .add("GET", AML_LOCATION + r"/usages\?", recorded("aml_usages"))
+        .add("GET", AML_LOCATION + r"/vmSizes\?", recorded("aml_vm_sizes"))
     )
 
 

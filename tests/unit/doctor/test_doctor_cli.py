@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,7 @@ def test_a_healthy_deployment_exits_zero_with_a_table(deployment: Deployment) ->
     code, text = doctor(deployment)
     assert code == 0, text
     assert "FAIL" not in text
-    assert text.rstrip().endswith("35 pass")
+    assert text.rstrip().endswith("45 pass")
 
 
 def test_json_output_lists_every_check_and_a_failure_exits_one(deployment: Deployment) -> None:
@@ -51,13 +52,64 @@ def test_only_repeats(deployment: Deployment) -> None:
 
 
 def test_without_a_target_it_says_how_to_name_one(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    for name in ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_GROUP", "FUNCTION_APP_NAME"):
+    for name in ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_GROUP", "FUNCTION_APP_NAME", "AZURE_ENV_NAME"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
     args = build_parser().parse_args(["doctor"])
     assert run_doctor(args) == 2
-    assert "azd env get-values" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # the hint is not the command that sets shell variables without exporting them
+    assert "eval" not in err
+    assert ".azure/<environment>/.env" in err
+
+
+def test_without_variables_it_reads_azds_environment_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, deployment: Deployment
+) -> None:
+    """`azd env get-values` prints KEY="value" without export: the doctor reads azd's own file instead."""
+    for name in ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_GROUP", "FUNCTION_APP_NAME", "AZURE_ENV_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / ".azure" / "dev").mkdir(parents=True)
+    (tmp_path / ".azure" / "config.json").write_text('{"version": 1, "defaultEnvironment": "dev"}', encoding="utf-8")
+    (tmp_path / ".azure" / "dev" / ".env").write_text(
+        f'AZURE_ENV_NAME="dev"\nAZURE_SUBSCRIPTION_ID="{SUB}"\nAZURE_RESOURCE_GROUP="rg-haste-dev"\n'
+        'FUNCTION_APP_NAME="func-haste-abc123"\nHASTE_GROUPS_CLAIM="security"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "infra").mkdir()
+    monkeypatch.chdir(tmp_path / "infra")  # found from a subfolder too
+    args = build_parser().parse_args(["doctor", "--only", "app", "--output", "json"])
+    out = io.StringIO()
+    assert run_doctor(args, deployment.clients(), out) == 0
+    assert (args.subscription, args.resource_group, args.app, args.groups_claim) == (
+        SUB,
+        "rg-haste-dev",
+        "func-haste-abc123",
+        "security",
+    )
+
+
+def test_a_quota_left_for_later_fails_only_without_deferred_ok(deployment: Deployment, tmp_path: Path) -> None:
+    """On a fresh subscription a GPU family at zero is the operator's request, not a failed deploy."""
+    account = recorded("batch_account")
+    props = account["body"]["properties"]
+    props["dedicatedCoreQuotaPerVMFamily"] = [
+        {**family, "coreQuota": 0} if family["name"] == "standardNCASv3_T4Family" else family
+        for family in props["dedicatedCoreQuotaPerVMFamily"]
+    ]
+    deployment.arm.add("GET", r"/batchAccounts/bahasteabc123\?", account)
+    assert doctor(deployment, "--only", "batch")[0] == 1
+    summary = tmp_path / "summary.md"
+    code, _ = doctor(deployment, "--only", "batch", "--deferred-ok", "--summary", str(summary))
+    assert code == 0
+    text = summary.read_text(encoding="utf-8")
+    assert "FAIL (later)" in text
+    assert "1 left for the operator after the deploy" in text
+    # a failure that is not deferred still fails with --deferred-ok
+    deployment.arm.add("GET", r"/batchAccounts/bahasteabc123/pools\?", {**recorded("pools"), "body": {"value": []}})
+    assert doctor(deployment, "--only", "batch", "--deferred-ok")[0] == 1
 
 
 def test_the_target_defaults_to_azds_values(monkeypatch: pytest.MonkeyPatch) -> None:

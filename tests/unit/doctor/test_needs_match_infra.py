@@ -46,7 +46,11 @@ def bicep_assignments(path: Path) -> set[tuple[str, str, str]]:
 
 
 def test_the_doctor_expects_exactly_the_roles_the_bicep_grants() -> None:
-    bicep = bicep_assignments(MODULES / "roles.bicep") | bicep_assignments(MODULES / "amlAccess.bicep")
+    bicep = (
+        bicep_assignments(MODULES / "roles.bicep")
+        | bicep_assignments(MODULES / "amlAccess.bicep")
+        | bicep_assignments(MODULES / "eventGridSender.bicep")
+    )
     assert {(need.who, need.role, need.scope) for need in ROLE_NEEDS} == bicep
 
 

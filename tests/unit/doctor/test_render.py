@@ -34,6 +34,7 @@ def test_json_says_whether_the_deployment_is_ok() -> None:
         "status": "fail",
         "found": "16 needed, quota 0",
         "fix": f"request 16 cores ({URL}) now",
+        "deferred": False,
     }
 
 

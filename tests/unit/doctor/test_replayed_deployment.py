@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from hastegeo.doctor.result import Status, exit_code
-from tests.unit.doctor.conftest import ARM, BATCH, GRAPH, SITE, WORKSPACE, Deployment, by_name
+from hastegeo.doctor.run import run
+from tests.unit.doctor.conftest import AML_LOCATION, ARM, BATCH, GRAPH, SITE, TARGET, WORKSPACE, Deployment, by_name
 from tests.unit.doctor.replay import recorded
 
 
@@ -23,6 +24,7 @@ def test_a_healthy_deployment_passes_every_check(deployment: Deployment) -> None
         "app: Monitoring Metrics Publisher on insights",
         "app: Key Vault Secrets User on vault",
         "app: AzureML Data Scientist on workspace",
+        "app: EventGrid Data Sender on topic",
         "compute: AcrPull on registry",
         "compute: Storage Blob Data Reader on inputs",
         "compute: Storage Blob Data Contributor on outputs",
@@ -146,6 +148,9 @@ def test_a_missing_console_redirect_uri_fails_with_the_registration_command(depl
     result = by_name(deployment.run("entra"))["console redirect URI"]
     assert result.status is Status.FAIL
     assert "AADSTS50011" in result.fix
+    # the deploy workflow goes on when Graph refuses this step; an owner registers it later
+    assert result.deferred
+    assert "infra/scripts/console-redirect.sh 33333333-3333-4333-8333-333333333333" in result.fix
     assert "--console-url https://func-haste-abc123.azurewebsites.net/api/console/" in result.fix
 
 
@@ -226,3 +231,122 @@ def test_the_arm_requests_go_to_the_deployment_named(deployment: Deployment) -> 
     deployment.run("app")
     assert all(url.startswith("GET https://management.azure.com") or "POST" in url for url in deployment.arm.requests)
     assert any(url.startswith(f"GET {ARM.lstrip('^').replace(chr(92), '')}") for url in deployment.arm.requests)
+
+
+# ---- Azure ML quota where Azure ML counts it, the Event Grid sender, the no-P1 path, cluster identities
+
+
+def test_azure_ml_quota_is_read_from_azure_mls_usages_for_the_region(deployment: Deployment) -> None:
+    results = by_name(deployment.run("aml"))
+    gpu = results["Azure ML dedicated vCPUs, standardNCASv3_T4Family"]
+    assert gpu.status is Status.PASS
+    assert gpu.found.startswith("16 needed by haste-gpu at full size, quota 16")
+    assert results["Azure ML dedicated vCPUs, region total"].found.startswith("32 needed")
+    # the subscription-level line is the quota, not the workspace's line (limit 0) listed beside it
+    assert any(
+        "/providers/Microsoft.MachineLearningServices/locations/westeurope/usages" in u for u in deployment.arm.requests
+    )
+
+
+def test_a_gpu_family_at_zero_azure_ml_quota_fails_deferred_with_the_request_to_make(deployment: Deployment) -> None:
+    usages = recorded("aml_usages")
+    for line in usages["body"]["value"]:
+        if line["id"].endswith("/usages/Standard_NCASv3_T4_Family_Cluster_Dedicated_vCPUs"):
+            line["limit"] = 0
+    deployment.arm.add("GET", AML_LOCATION + r"/usages\?", usages)
+    results = deployment.run("aml")
+    gpu = by_name(results)["Azure ML dedicated vCPUs, standardNCASv3_T4Family"]
+    assert gpu.status is Status.FAIL
+    assert "no node can start" in gpu.found
+    assert "az ml compute list-usage --location westeurope" in gpu.fix
+    assert "Not the VM cores of `az vm list-usage`" in gpu.fix
+    assert gpu.deferred
+    assert exit_code(results) == 1
+    assert exit_code(results, deferred_ok=True) == 0
+
+
+def test_azure_ml_quota_nobody_may_read_is_unknown(deployment: Deployment) -> None:
+    deployment.arm.add("GET", AML_LOCATION + r"/usages\?", recorded("arm_403"))
+    result = by_name(deployment.run("aml"))["Azure ML quota in westeurope"]
+    assert result.status is Status.UNKNOWN
+    assert "403 AuthorizationFailed" in result.found
+
+
+def test_the_app_without_eventgrid_data_sender_on_its_topic_fails(deployment: Deployment) -> None:
+    body = recorded("role_assignments")["body"]
+    without = [a for a in body["value"] if "Microsoft.EventGrid" not in a["properties"]["scope"]]
+    deployment.arm.add("GET", r"/roleAssignments\?", {**recorded("role_assignments"), "body": {"value": without}})
+    result = by_name(deployment.run("roles"))["app: EventGrid Data Sender on topic"]
+    assert result.status is Status.FAIL
+    assert '--role "EventGrid Data Sender"' in result.fix
+    assert "/providers/Microsoft.EventGrid/topics/evgt-haste-abc123" in result.fix
+
+
+def test_an_endpoint_without_a_topic_fails_and_no_endpoint_asks_for_no_role(deployment: Deployment) -> None:
+    listing = recorded("resources")
+    listing["body"]["value"] = [r for r in listing["body"]["value"] if r["type"] != "Microsoft.EventGrid/topics"]
+    deployment.arm.add("GET", ARM + r"/resourceGroups/rg-haste-dev/resources\?", listing)
+    result = by_name(deployment.run("roles"))["app: EventGrid Data Sender on topic"]
+    assert result.status is Status.FAIL
+    assert "DEPLOY_EVENT_GRID=true" in result.fix
+    settings = recorded("app_settings")
+    del settings["body"]["properties"]["HASTE_EVENTGRID_ENDPOINT"]
+    deployment.arm.add("POST", SITE + r"/config/appsettings/list", settings)
+    assert "app: EventGrid Data Sender on topic" not in by_name(deployment.run("roles"))
+
+
+def no_p1(deployment: Deployment) -> None:
+    """The documented path without Entra ID P1: SecurityGroup claims, users hold roles, no group is assigned."""
+    deployment.graph.add(
+        "GET", GRAPH + r"/applications\(appId=", recorded("graph_application", groupMembershipClaims="SecurityGroup")
+    )
+    grants = recorded("graph_role_assignments")
+    grants["body"]["value"] = [g for g in grants["body"]["value"] if g["principalType"] != "Group"]
+    assert grants["body"]["value"], "the recorded assignments hold a user too"
+    deployment.graph.add("GET", GRAPH + r"/servicePrincipals/[^/]+/appRoleAssignedTo", grants)
+
+
+def test_the_no_p1_path_passes_with_groups_claim_security(deployment: Deployment) -> None:
+    no_p1(deployment)
+    results = run(TARGET, deployment.clients(), ("entra",), groups_claim="security")
+    assert [r for r in results if r.status is not Status.PASS] == []
+    names = by_name(results)
+    assert names["group claims"].found == "SecurityGroup (HASTE_GROUPS_CLAIM=security)"
+    assert "security group" in names["project group demo"].found
+
+
+def test_the_no_p1_path_passes_when_the_choice_is_not_named(deployment: Deployment) -> None:
+    no_p1(deployment)
+    assert all(r.status is Status.PASS for r in deployment.run("entra"))
+
+
+def test_a_registration_that_is_not_the_deployments_choice_fails(deployment: Deployment) -> None:
+    no_p1(deployment)
+    results = by_name(run(TARGET, deployment.clients(), ("entra",), groups_claim="application"))
+    assert results["group claims"].status is Status.FAIL
+    assert results["group claims"].fix.endswith("--groups-claim application")
+    assert results["project group demo"].status is Status.PASS  # judged by the claims the token really has
+
+
+def test_a_cluster_identity_without_the_data_roles_fails_with_the_setting_that_grants_them(
+    deployment: Deployment,
+) -> None:
+    """Existing mode: credential-less datastores are mounted with the cluster's identity."""
+    gpu = recorded("aml_compute_gpu")
+    gpu["body"]["identity"] = {"type": "SystemAssigned", "principalId": "77777777-7777-4777-8777-777777777777"}
+    deployment.aml.add("GET", WORKSPACE + r"/computes/haste-gpu\?", gpu)
+    results = by_name(deployment.run("aml"))
+    assert results["cluster haste-cpu: Storage Blob Data Reader on inputs"].status is Status.PASS
+    failing = results["cluster haste-gpu: Storage Blob Data Reader on inputs"]
+    assert failing.status is Status.FAIL
+    assert failing.fix.startswith("set DEPLOY_AML_COMPUTE_PRINCIPAL_ID=77777777-7777-4777-8777-777777777777")
+    assert results["cluster haste-gpu: AcrPull on registry"].status is Status.FAIL
+
+
+def test_a_cluster_without_an_identity_fails(deployment: Deployment) -> None:
+    gpu = recorded("aml_compute_gpu")
+    del gpu["body"]["identity"]
+    deployment.aml.add("GET", WORKSPACE + r"/computes/haste-gpu\?", gpu)
+    result = by_name(deployment.run("aml"))["cluster haste-gpu identity"]
+    assert result.status is Status.FAIL
+    assert "credential-less datastores" in result.found

@@ -101,3 +101,33 @@ class Lookup:
     found: bool
     problem: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AmlVmSize:
+    """A VM size Azure ML offers in a region, with the quota family it counts against."""
+
+    name: str
+    family: str
+    vcpus: int
+
+
+@dataclass(frozen=True)
+class AmlUsage:
+    """One line of Azure ML's usages for a region (subscription level): what is used of a limit.
+
+    ``scope`` is the usage's kind as Azure ML types it: ``vmFamily``, ``dedicatedCores``,
+    ``lowPriorityCores`` or ``totalCores``; ``limit`` -1 means no limit of its own.
+    """
+
+    scope: str
+    name: str
+    key: str  # the family part of the usage id, lower case, without '_' (see family_key)
+    tier: str  # "dedicated", "lowpriority" or "" for the totals of clusters
+    current: int
+    limit: int
+
+
+def family_key(name: str) -> str:
+    """``standardNCASv3_T4Family`` and ``Standard_NCASv3_T4_Family`` → ``standardncasv3t4family``."""
+    return name.replace("_", "").lower()

@@ -47,5 +47,30 @@ def lookups(settings: AmlSettings, client: MLClientLike, containers: tuple[str, 
         if isinstance(got, Failed):
             found.append(Lookup(kind, target, False, None if got.kind is ErrorKind.NOT_FOUND else str(got.error)))
         else:
-            found.append(Lookup(kind, target, True))
+            found.append(Lookup(kind, target, True, extra=_extra(kind, got)))
     return found
+
+
+def _extra(kind: str, entity: object) -> dict[str, str]:
+    """What the quota and identity checks need: a cluster's size, scale, tier and identities; the region."""
+    if kind == "workspace":
+        return {"location": str(getattr(entity, "location", "") or "")}
+    if kind != "compute" or not getattr(entity, "size", None):
+        return {}
+    identity = getattr(entity, "identity", None)
+    principals = [str(getattr(identity, "principal_id", "") or "")] if identity is not None else []
+    unresolved = []
+    for item in getattr(identity, "user_assigned_identities", None) or ():
+        # azure-ai-ml keeps a user-assigned identity's principal id under its wire name
+        principal = getattr(item, "principal_id", None) or getattr(item, "principalId", None)
+        if principal:
+            principals.append(str(principal))
+        elif getattr(item, "resource_id", None):
+            unresolved.append(str(item.resource_id))
+    return {
+        "size": str(entity.size),  # type: ignore[attr-defined]
+        "max_nodes": str(getattr(entity, "max_instances", 0) or 0),
+        "tier": str(getattr(entity, "tier", "") or "dedicated"),
+        "principals": ",".join(p for p in principals if p),
+        "identities": ",".join(unresolved),  # user-assigned identities named by resource id only
+    }

@@ -10,12 +10,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hastegeo.doctor.facts import Assignment, AuthSettings, BatchAccount, Pool, Site, Unreadable, VmSku
+from hastegeo.doctor.facts import (
+    AmlUsage,
+    AmlVmSize,
+    Assignment,
+    AuthSettings,
+    BatchAccount,
+    Pool,
+    Site,
+    Unreadable,
+    VmSku,
+    family_key,
+)
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
 
 RESOURCES_API = "2021-04-01"
+# Microsoft.MachineLearningServices usages and VM sizes per region (REST API 2024-10-01).
+AML_API = "2024-10-01"
+_USAGE_TAIL = {"_cluster_dedicated_vcpus": "dedicated", "_cluster_lowpriority_vcpus": "lowpriority"}
 IDENTITY_API = "2023-01-31"
 
 
@@ -159,6 +173,35 @@ class Arm:
                 result[scope] = unreadable(exc)
         return result
 
+    def aml_capacity(
+        self, subscription: str, location: str
+    ) -> tuple[dict[str, AmlVmSize], list[AmlUsage]] | Unreadable:
+        """Azure ML's VM sizes (by lower-case name) and its subscription-level usages in one region.
+
+        Azure ML compute counts against its own quota, not the subscription's VM cores: the usages
+        API of Microsoft.MachineLearningServices is where that quota is (``az ml compute list-usage``).
+        """
+        from azure.core.exceptions import AzureError
+
+        base = f"/subscriptions/{subscription}/providers/Microsoft.MachineLearningServices/locations/{location}"
+        try:
+            sizes_body = self._get_json(f"{base}/vmSizes?api-version={AML_API}")
+            usages: list[AmlUsage] = []
+            path: str | None = f"{base}/usages?api-version={AML_API}"
+            while path:
+                body = self._get_json(path)
+                usages.extend(_aml_usage(item) for item in body.get("value", []) if _subscription_level(item))
+                path = body.get("nextLink")
+        except AzureError as exc:
+            return unreadable(exc)
+        sizes = {
+            str(item.get("name", "")).lower(): AmlVmSize(
+                str(item.get("name", "")), str(item.get("family", "")), int(item.get("vCPUs") or 0)
+            )
+            for item in sizes_body.get("value", [])
+        }
+        return sizes, usages
+
     def batch(self, group: str, account: str) -> tuple[BatchAccount, list[Pool], dict[str, VmSku]] | Unreadable:
         """The account's quotas, its pools and the VM sizes Batch offers in its region (by lower-case name).
 
@@ -198,6 +241,29 @@ class Arm:
             pools,
             skus,
         )
+
+
+def _subscription_level(item: Mapping[str, Any]) -> bool:
+    """Usages are listed per subscription, per workspace and per cluster; the quota is the first."""
+    return "/resourceGroups/" not in str(item.get("id", "")) and "/resourcegroups/" not in str(item.get("id", ""))
+
+
+def _aml_usage(item: Mapping[str, Any]) -> AmlUsage:
+    kind = str(item.get("type", "")).rsplit("/", 2)[-2] if "/" in str(item.get("type", "")) else ""
+    name = str((item.get("name") or {}).get("value", ""))
+    tail = str(item.get("id", "")).rsplit("/", 1)[-1].lower()
+    tier = ""
+    for suffix, value in _USAGE_TAIL.items():
+        if tail.endswith(suffix):
+            tier, tail = value, tail[: -len(suffix)]
+    return AmlUsage(
+        scope=kind,
+        name=name,
+        key=family_key(tail) if tier else "",
+        tier=tier,
+        current=int(item.get("currentValue") or 0),
+        limit=int(item.get("limit") or 0),
+    )
 
 
 def _text(value: Any) -> str:

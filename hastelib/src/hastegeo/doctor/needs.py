@@ -1,7 +1,7 @@
 """What a deployment must hold for the app to work: the roles its identities need, and its app registration.
 
-The role table mirrors the role assignments ``infra/modules/roles.bicep`` and
-``amlAccess.bicep`` make for the Functions app and the compute identity; a test reads
+The role table mirrors the role assignments ``infra/modules/roles.bicep``, ``amlAccess.bicep`` and
+``eventGridSender.bicep`` make for the Functions app and the compute identity; a test reads
 those files and fails when the two differ, so this is not a second copy that can drift.
 The app registration's role ids mirror ``infra/scripts/app-registration.sh`` the same way,
 and the role values come from :class:`hastegeo.auth.Role`.
@@ -16,7 +16,7 @@ from hastegeo.auth import Role
 
 Who = Literal["app", "compute"]
 # Where a role is assigned, by the symbol roles.bicep uses for that resource.
-Scope = Literal["storage", "inputs", "outputs", "batch", "registry", "insights", "vault", "workspace"]
+Scope = Literal["storage", "inputs", "outputs", "batch", "registry", "insights", "vault", "workspace", "topic"]
 
 # Built-in role definition ids, named as roles.bicep's `var role` names them.
 ROLE_IDS: dict[str, str] = {
@@ -29,6 +29,7 @@ ROLE_IDS: dict[str, str] = {
     "monitoringMetricsPublisher": "3913510d-42f4-4e42-8a64-420c390055eb",
     "keyVaultSecretsUser": "4633458b-17de-408a-b874-0445c86b69e6",
     "azureMLDataScientist": "f6c7c914-8db3-469d-8ca1-694a8f32e121",
+    "eventGridDataSender": "d5a91429-5739-47e2-a06b-3470a27159e7",
 }
 
 # Display names, for the report and the fix (what `az role assignment create --role` accepts).
@@ -42,6 +43,7 @@ ROLE_NAMES: dict[str, str] = {
     "monitoringMetricsPublisher": "Monitoring Metrics Publisher",
     "keyVaultSecretsUser": "Key Vault Secrets User",
     "azureMLDataScientist": "AzureML Data Scientist",
+    "eventGridDataSender": "EventGrid Data Sender",
 }
 
 # A role whose permissions include another's also satisfies it (blob data roles nest).
@@ -78,6 +80,7 @@ ROLE_NEEDS: tuple[RoleNeed, ...] = (
     RoleNeed("app", "monitoringMetricsPublisher", "insights", "send telemetry with Entra auth"),
     RoleNeed("app", "keyVaultSecretsUser", "vault", "resolve Key Vault references"),
     RoleNeed("app", "azureMLDataScientist", "workspace", "submit and read Azure ML jobs"),
+    RoleNeed("app", "eventGridDataSender", "topic", "publish the job events to the Event Grid topic"),
     RoleNeed("compute", "acrPull", "registry", "pull the compute images"),
     RoleNeed("compute", "storageBlobDataReader", "inputs", "download job inputs"),
     RoleNeed("compute", "storageBlobDataContributor", "outputs", "upload outputs and logs"),
@@ -90,5 +93,7 @@ APP_ROLE_IDS: dict[Role, str] = {
     Role.ADMIN: "6b0e1b0a-2b53-4f1e-9a51-3c1f0c5a7d03",
 }
 API_SCOPE = "user_impersonation"
-GROUP_CLAIMS = "ApplicationGroup"
+# groupMembershipClaims per app-registration.sh --groups-claim: with Entra ID P1 the project groups
+# are assigned to the app (ApplicationGroup); without it every security group is in the token.
+GROUP_CLAIMS = {"application": "ApplicationGroup", "security": "SecurityGroup"}
 CONSOLE_PATH = "/api/console/"

@@ -33,6 +33,21 @@ def as_table(results: Sequence[CheckResult], width: int | None = None) -> str:
     return "\n".join(lines)
 
 
+def as_markdown(results: Sequence[CheckResult]) -> str:
+    """The report as a Markdown table (a CI job summary): what did not pass first, each with its fix."""
+    order = sorted(results, key=lambda r: (r.status is Status.PASS, r.status is Status.WARN))
+    rows = ["| | area | check | found | fix |", "| --- | --- | --- | --- | --- |"]
+    for r in order:
+        mark = MARK[r.status] + (" (later)" if r.deferred and r.status in FAILING else "")
+        cells = [mark, r.area, r.name, r.found, r.fix]
+        rows.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |")
+    counts = {status: sum(r.status is status for r in results) for status in Status}
+    later = sum(r.deferred and r.status in FAILING for r in results)
+    head = ", ".join(f"{n} {status.value}" for status, n in counts.items() if n) or "no checks ran"
+    note = f" ({later} left for the operator after the deploy, docs/deploy.md)" if later else ""
+    return "\n".join([f"### haste doctor: {head}{note}", "", *rows])
+
+
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
     """Wrap at spaces only: commands, ids and URLs stay whole so they can be copied."""
     wrapper = TextWrapper(width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)

@@ -17,11 +17,11 @@ from urllib.parse import urlparse
 from hastegeo.auth import AuthMode
 from hastegeo.compute.azure_batch.settings import BatchSettings
 from hastegeo.compute.azure_ml.settings import AmlSettings
-from hastegeo.config import AuthSettings, StorageSettings, TelemetrySettings
+from hastegeo.config import AuthSettings, EventSettings, StorageSettings, TelemetrySettings
 from hastegeo.doctor import checks_aml, checks_auth, checks_batch, checks_roles, checks_telemetry
-from hastegeo.doctor.facts import Site, Unreadable
-from hastegeo.doctor.needs import Scope, Who
-from hastegeo.doctor.result import AREAS, CheckResult, Status, passed
+from hastegeo.doctor.facts import Lookup, Site, Unreadable
+from hastegeo.doctor.needs import ROLE_IDS, ROLE_NAMES, RoleNeed, Scope, Who
+from hastegeo.doctor.result import AREAS, CheckResult, Status, deferred, failed, passed
 from hastegeo.settings_base import Section, load_section
 from hastegeo.utils.errors import ConfigurationError
 
@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 
 INSIGHTS = "microsoft.insights/components"
 VAULT = "microsoft.keyvault/vaults"
+TOPIC = "microsoft.eventgrid/topics"
+# What a cluster's identity needs when Azure ML mounts the credential-less datastores with it.
+CLUSTER_NEEDS = (
+    RoleNeed("compute", "storageBlobDataReader", "inputs", "mount the inputs datastore"),
+    RoleNeed("compute", "storageBlobDataContributor", "outputs", "write outputs and logs through the datastore"),
+    RoleNeed("compute", "acrPull", "registry", "pull the job image"),
+)
 S = TypeVar("S", bound=Section)
 
 
@@ -69,8 +76,17 @@ def default_clients(credential: TokenCredential, subscription_id: str) -> Client
     )
 
 
-def run(target: Target, clients: Clients, only: Iterable[str] = AREAS, telemetry_hours: int = 24) -> list[CheckResult]:
-    """Every check of the selected areas, in a stable order. Reads nothing an area left out needs."""
+def run(
+    target: Target,
+    clients: Clients,
+    only: Iterable[str] = AREAS,
+    telemetry_hours: int = 24,
+    groups_claim: str | None = None,
+) -> list[CheckResult]:
+    """Every check of the selected areas, in a stable order. Reads nothing an area left out needs.
+
+    ``groups_claim`` is the deployment's HASTE_GROUPS_CLAIM (``application`` or ``security``) when known.
+    """
     areas = set(only)
     site = clients.arm.site(target.resource_group, target.app)
     if isinstance(site, Unreadable):
@@ -92,8 +108,8 @@ def run(target: Target, clients: Clients, only: Iterable[str] = AREAS, telemetry
     steps: Sequence[tuple[str, Callable[[], list[CheckResult]]]] = (
         ("roles", lambda: _roles(target, clients, site, sections)),
         ("batch", lambda: _batch(target, clients, sections)),
-        ("aml", lambda: _aml(clients, sections)),
-        ("entra", lambda: _entra(clients, site, sections)),
+        ("aml", lambda: _aml(target, clients, sections)),
+        ("entra", lambda: _entra(clients, site, sections, groups_claim)),
         ("easyauth", lambda: _easy_auth(target, clients, sections)),
         ("telemetry", lambda: _telemetry(target, clients, sections, telemetry_hours)),
     )
@@ -139,11 +155,11 @@ def batch_account_name(url: str) -> str:
     return (urlparse(url).hostname or "").split(".", 1)[0]
 
 
-def _roles(target: Target, clients: Clients, site: Site, sections: _Sections) -> list[CheckResult]:
-    storage, batch, aml = sections.get(StorageSettings), sections.get(BatchSettings), sections.get(AmlSettings)
+def _data_scopes(target: Target, sections: _Sections) -> dict[Scope, str | None]:
+    """The ids of the storage account, the two containers jobs use and the registry, from the app's settings."""
+    storage, batch = sections.get(StorageSettings), sections.get(BatchSettings)
     sub, group = target.subscription_id, target.resource_group
     scopes: dict[Scope, str | None] = {}
-    principals: dict[Who, str | Unreadable | None] = {"app": site.principal_id, "compute": None}
     if storage is not None and storage.account_name:
         account = _arm_id(sub, group, "Microsoft.Storage/storageAccounts", storage.account_name)
         containers = f"{account}/blobServices/default/containers"
@@ -152,26 +168,48 @@ def _roles(target: Target, clients: Clients, site: Site, sections: _Sections) ->
             "inputs": f"{containers}/{storage.inputs_container}",
             "outputs": f"{containers}/{storage.outputs_container}",
         }
+    if batch is not None and batch.registry:
+        scopes["registry"] = _arm_id(
+            sub, group, "Microsoft.ContainerRegistry/registries", batch.registry.split(".", 1)[0]
+        )
+    return scopes
+
+
+def _roles(target: Target, clients: Clients, site: Site, sections: _Sections) -> list[CheckResult]:
+    batch, aml, events = sections.get(BatchSettings), sections.get(AmlSettings), sections.get(EventSettings)
+    sub, group = target.subscription_id, target.resource_group
+    scopes = _data_scopes(target, sections)
+    principals: dict[Who, str | Unreadable | None] = {"app": site.principal_id, "compute": None}
+    results: list[CheckResult] = []
     if batch is not None and batch.account_url:
         name = batch_account_name(batch.account_url)
         scopes["batch"] = _arm_id(sub, group, "Microsoft.Batch/batchAccounts", name)
     if batch is not None and batch.identity_resource_id:
         principals["compute"] = clients.arm.principal_of(batch.identity_resource_id)
-    if batch is not None and batch.registry:
-        scopes["registry"] = _arm_id(
-            sub, group, "Microsoft.ContainerRegistry/registries", batch.registry.split(".", 1)[0]
-        )
     if aml is not None and aml.enabled:
         scopes["workspace"] = _arm_id(
             aml.subscription_id, aml.resource_group, "Microsoft.MachineLearningServices/workspaces", aml.workspace
         )
-    resources = clients.arm.resources(group, (INSIGHTS, VAULT))
+    resources = clients.arm.resources(group, (INSIGHTS, VAULT, TOPIC))
     if isinstance(resources, Unreadable):
         scopes |= {"insights": None, "vault": None}
     else:
         scopes |= {"insights": resources.get(INSIGHTS), "vault": resources.get(VAULT)}
+    if events is not None and events.eventgrid_endpoint:
+        # The app publishes each job event to the topic with its identity (EventGrid Data Sender).
+        topic = None if isinstance(resources, Unreadable) else resources.get(TOPIC)
+        scopes["topic"] = topic
+        if topic is None and not isinstance(resources, Unreadable):
+            results.append(
+                failed(
+                    "roles",
+                    "app: EventGrid Data Sender on topic",
+                    f"HASTE_EVENTGRID_ENDPOINT is {events.eventgrid_endpoint} but the resource group has no topic",
+                    "set DEPLOY_EVENT_GRID=true and run `azd provision` (modules/eventGrid.bicep), or clear it",
+                )
+            )
     assignments = clients.arm.assignments(sorted({scope for scope in scopes.values() if scope}))
-    return checks_roles.check_roles(principals, scopes, assignments)
+    return results + checks_roles.check_roles(principals, scopes, assignments)
 
 
 def _batch(target: Target, clients: Clients, sections: _Sections) -> list[CheckResult]:
@@ -184,12 +222,13 @@ def _batch(target: Target, clients: Clients, sections: _Sections) -> list[CheckR
     account, pools, skus = read
     wanted = [pool for pool in pools if pool.name in set(batch.pools.values())]
     return [
-        *checks_batch.check_capacity(account, wanted, skus, sorted(set(batch.pools.values()))),
+        # A quota request is the operator's step after the first deploy (docs/deploy.md): deferred.
+        *deferred(checks_batch.check_capacity(account, wanted, skus, sorted(set(batch.pools.values())))),
         *checks_batch.check_pools(pools, batch.pools),
     ]
 
 
-def _aml(clients: Clients, sections: _Sections) -> list[CheckResult]:
+def _aml(target: Target, clients: Clients, sections: _Sections) -> list[CheckResult]:
     from hastegeo.doctor.gather_aml import lookups
 
     aml, storage = sections.get(AmlSettings), sections.get(StorageSettings)
@@ -198,10 +237,80 @@ def _aml(clients: Clients, sections: _Sections) -> list[CheckResult]:
     if not aml.enabled:
         return [CheckResult("aml", "Azure ML", Status.WARN, "AML_MODE is Disabled: Azure ML is not used")]
     containers = (storage.inputs_container, storage.outputs_container)
-    return checks_aml.check_aml(lookups(aml, clients.aml_factory(aml), containers))
+    found = lookups(aml, clients.aml_factory(aml), containers)
+    results = checks_aml.check_aml(found)
+    clusters = [lookup for lookup in found if lookup.kind == "compute" and lookup.found]
+    region = next((lookup.extra.get("location", "") for lookup in found if lookup.kind == "workspace"), "")
+    if clusters and region:
+        capacity = clients.arm.aml_capacity(aml.subscription_id, region)
+        results += checks_aml.check_quota(clusters, capacity, region)
+    return results + _cluster_identities(target, clients, sections, clusters)
 
 
-def _entra(clients: Clients, site: Site, sections: _Sections) -> list[CheckResult]:
+def _cluster_identities(
+    target: Target, clients: Clients, sections: _Sections, clusters: list[Lookup]
+) -> list[CheckResult]:
+    """Each cluster's managed identity holds what mounting the credential-less datastores needs.
+
+    Azure ML mounts a datastore without credentials with the identity of the compute that runs the
+    job; in Existing mode that is your cluster's, which DEPLOY_AML_COMPUTE_PRINCIPAL_ID names.
+    """
+    scopes = _data_scopes(target, sections)
+    wanted = {need.scope: scopes.get(need.scope) for need in CLUSTER_NEEDS}
+    results: list[CheckResult] = []
+    principals: dict[str, list[str]] = {}
+    for cluster in clusters:
+        if not cluster.extra:
+            continue
+        ids = [p for p in cluster.extra.get("principals", "").split(",") if p]
+        for identity_id in filter(None, cluster.extra.get("identities", "").split(",")):
+            principal = clients.arm.principal_of(identity_id)
+            if isinstance(principal, str) and principal:
+                ids.append(principal)
+        principals[cluster.name] = ids
+    if not principals:
+        return results
+    assignments = clients.arm.assignments(sorted({scope for scope in wanted.values() if scope}))
+    for cluster_name, ids in sorted(principals.items()):
+        if not ids:
+            results.append(
+                failed(
+                    "aml",
+                    f"cluster {cluster_name} identity",
+                    "no managed identity: Azure ML cannot mount credential-less datastores for its jobs",
+                    f"az ml compute update --name {cluster_name} --identity-type UserAssigned "
+                    "--user-assigned-identities <identity id>, then DEPLOY_AML_COMPUTE_PRINCIPAL_ID=<its principal id> "
+                    "and `azd provision`",
+                )
+            )
+            continue
+        for need in CLUSTER_NEEDS:
+            scope_id = wanted.get(need.scope)
+            if scope_id is None:
+                continue
+            name = f"cluster {cluster_name}: {ROLE_NAMES[need.role]} on {need.scope}"
+            got = assignments.get(scope_id, Unreadable("not read"))
+            if isinstance(got, Unreadable):
+                results.append(CheckResult("aml", name, Status.UNKNOWN, f"could not be read: {got.reason}"))
+            elif any(checks_roles.covers(a, need, principal, scope_id) for a in got for principal in ids):
+                results.append(passed("aml", name, f"its identity may {need.why}"))
+            else:
+                results.append(
+                    CheckResult(
+                        "aml",
+                        name,
+                        Status.FAIL,
+                        f"identity {', '.join(ids)} has no {ROLE_NAMES[need.role]} on {scope_id}: jobs cannot "
+                        f"{need.why}",
+                        f"set DEPLOY_AML_COMPUTE_PRINCIPAL_ID={ids[0]} and run `azd provision` "
+                        f"(or: {checks_roles.grant_command(need, ids[0], scope_id)})",
+                    )
+                )
+    assert all(need.role in ROLE_IDS for need in CLUSTER_NEEDS)
+    return results
+
+
+def _entra(clients: Clients, site: Site, sections: _Sections, groups_claim: str | None) -> list[CheckResult]:
     auth = sections.get(AuthSettings)
     if auth is None:
         return []
@@ -228,7 +337,7 @@ def _entra(clients: Clients, site: Site, sections: _Sections) -> list[CheckResul
             )
         ]
     grants = clients.graph.role_grants(auth.client_id)
-    return checks_auth.check_registration(app, site.host_name, grants, auth.project_groups)
+    return checks_auth.check_registration(app, site.host_name, grants, auth.project_groups, groups_claim)
 
 
 def _easy_auth(target: Target, clients: Clients, sections: _Sections) -> list[CheckResult]:
