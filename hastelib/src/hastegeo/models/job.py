@@ -188,6 +188,7 @@ INTERNAL_FIELDS = frozenset(
         "state_changes",
         "events_published",
         "request_key",
+        "has_dependents",
     }
 )
 
@@ -261,6 +262,7 @@ class Job(_Model):
     group_id: str | None = Field(None, description="The group this job is an item of.")
     group_index: int | None = Field(None, description="Its index in the group's items.")
     group_attempt: int = Field(0, description="Which run of its group item this is (a group retry adds one).")
+    has_dependents: bool = Field(False, description="Some job waits for this one: its end lists them (ADR 0040).")
 
     def request(self) -> JobRequest:
         """The request this job was made from (what a retry submits again)."""

@@ -76,6 +76,10 @@ class Upstream:
         return f"group {self.id} ({ended} of {self.group.item_count} ended)"
 
 
+def _flagged(job: Job) -> Job | None:
+    return None if job.has_dependents else job.model_copy(update={"has_dependents": True})
+
+
 class Dependencies:
     def __init__(self, deps: PipelineDeps) -> None:
         self._deps = deps
@@ -113,11 +117,18 @@ class Dependencies:
             return
         for upstream in upstreams:
             groups.add_dependent(upstream.id, job_id)
+            if upstream.job is not None and not upstream.job.has_dependents:
+                # The flag tells the upstream's end to list its dependents (a job without one lists nothing).
+                # Set after the entry: an end that did not see it has ended, and the acceptor looks again.
+                self._deps.journal.update(upstream.id, _flagged)
 
-    def upstream_ended(self, upstream_id: str) -> None:
-        """Release every job waiting for ``upstream_id`` (a job or group that has just ended)."""
+    def upstream_ended(self, upstream_id: str, *, flagged: bool = True) -> None:
+        """Release every job waiting for ``upstream_id`` (a job or group that has just ended).
+
+        ``flagged``: the upstream may have dependents (a job's ``hasDependents``; a group always may).
+        """
         groups = self._deps.groups
-        if groups is None:
+        if groups is None or not flagged:
             return
         for dependent in groups.dependents(upstream_id):
             self.release(dependent)

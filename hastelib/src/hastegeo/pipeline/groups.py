@@ -325,7 +325,7 @@ class GroupSteps:
         if job.group_id is not None and job.group_index is not None and MARKS[previous] != MARKS[job.state]:
             self._mark(job)
         if job.state.terminal:
-            Dependencies(self._deps).upstream_ended(job.id)
+            Dependencies(self._deps).upstream_ended(job.id, flagged=job.has_dependents)
 
     def _mark(self, job: Job) -> None:
         assert job.group_id is not None
@@ -381,7 +381,7 @@ class GroupSteps:
             if job.state is JobState.QUEUED and job.waiting_for:
                 after.release(job.id)
             elif job.state.terminal:
-                after.upstream_ended(job.id)
+                after.upstream_ended(job.id, flagged=job.has_dependents)
         for group_id, items in by_group.items():
             group = self._groups.find(group_id)
             if group is None:
