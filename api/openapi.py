@@ -421,6 +421,7 @@ def openapi_document() -> dict[str, Any]:
                         },
                         "400": _problem("Bad query; errors name the parameter"),
                         **_AUTH_RESPONSES,
+                        "404": _problem("groupId: no such group, or one of a project the caller does not belong to"),
                         **_UNAVAILABLE,
                     },
                 },

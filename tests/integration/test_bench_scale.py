@@ -43,7 +43,8 @@ def test_the_bench_reports_every_operation_with_its_storage_calls(tmp_path: Path
         assert set(size) == {"reconciler pass", "first page", "first page, state=running", "one read"}
         assert size["one read"][2] == 1
         # Steady state (a poll due time ahead): one listing, then one read per running job; nothing sent;
-        # then the capacity board read and written once (ADR 0023), whatever the number of jobs.
-        assert size["reconciler pass"][2] == 1 + scale_bench.RUNNING + 2
+        # then the capacity board read and written once (ADR 0023), and the open groups listed once
+        # (ADR 0040), whatever the number of jobs.
+        assert size["reconciler pass"][2] == 1 + scale_bench.RUNNING + 2 + 1
     # The cost in calls does not grow with the finished jobs.
     assert {name: r[2] for name, r in results[20].items()} == {name: r[2] for name, r in results[60].items()}

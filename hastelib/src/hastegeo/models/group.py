@@ -59,9 +59,6 @@ class _Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
 
 
-After = list[str]
-
-
 def _after_field() -> Any:
     return Field(
         default_factory=list,

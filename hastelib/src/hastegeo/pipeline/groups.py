@@ -406,7 +406,3 @@ def _settled(group: Group, now: datetime) -> Group:
     if group.complete and group.completed_at is None:
         return group.model_copy(update={"completed_at": now})
     return group
-
-
-def group_view(group: Group) -> dict[str, Any]:
-    return group.view()
