@@ -3,6 +3,7 @@
 import azure.functions as func
 
 from api.console import bp as console_blueprint
+from api.group_routes import bp as group_blueprint
 from api.http_routes import bp as http_blueprint
 from api.queue_triggers import bp as queue_blueprint
 from api.timer_triggers import bp as timer_blueprint
@@ -19,6 +20,7 @@ configure_telemetry(telemetry_settings().export)
 # set their own level (health, openapi.json) keep it.
 app = func.FunctionApp(http_auth_level=func.AuthLevel[http_auth_level().name])
 app.register_functions(http_blueprint)
+app.register_functions(group_blueprint)
 app.register_functions(queue_blueprint)
 app.register_functions(timer_blueprint)
 app.register_functions(console_blueprint)

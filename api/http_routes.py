@@ -16,6 +16,7 @@ import logging
 import azure.functions as func
 
 from api.access import Denied, caller, job_not_found, require, submitter_of
+from api.group_routes import list_group_jobs
 from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
@@ -117,6 +118,8 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
     project and state filter (``hastegeo.store.cursor``): any other value is a 400 naming it,
     answered before storage is read.
     """
+    if req.params.get("groupId") is not None:  # a group's items, in item order (ADR 0040)
+        return list_group_jobs(req, req.params["groupId"])
     runtime = get_runtime()
     project = req.params.get("projectId", "")
     try:

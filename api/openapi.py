@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from api.console_policy import openapi_paths as console_paths
+from api.openapi_groups import group_paths, group_schemas
 from api.openapi_names import name_every_object
 from hastegeo import __version__
 from hastegeo.compute.catalog import backend_names
@@ -195,6 +196,7 @@ def openapi_document() -> dict[str, Any]:
         schemas.update(schema.pop("$defs", {}))
         schemas[name] = schema
     _job_views(schemas)
+    schemas.update(group_schemas())
     _parameter_schemas(schemas)
     _backend_enums(schemas)
     schemas["Problem"] = {
@@ -353,7 +355,15 @@ def openapi_document() -> dict[str, Any]:
                         {
                             "name": "projectId",
                             "in": "query",
-                            "required": True,
+                            "required": False,
+                            "description": "The project to list; required unless groupId is given.",
+                            "schema": {"type": "string", "pattern": ID_PATTERN},
+                        },
+                        {
+                            "name": "groupId",
+                            "in": "query",
+                            "required": False,
+                            "description": "List this group's items in item order (projectId and state are ignored).",
                             "schema": {"type": "string", "pattern": ID_PATTERN},
                         },
                         {
@@ -411,6 +421,7 @@ def openapi_document() -> dict[str, Any]:
                         },
                         "400": _problem("Bad query; errors name the parameter"),
                         **_AUTH_RESPONSES,
+                        "404": _problem("groupId: no such group, or one of a project the caller does not belong to"),
                         **_UNAVAILABLE,
                     },
                 },
@@ -512,6 +523,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {"200": {"description": "This document"}},
                 }
             },
+            **group_paths(_PRINCIPAL, _AUTH_RESPONSES),
             **console_paths(),
         },
     }

@@ -8,7 +8,15 @@ import azure.functions as func
 from pydantic import ValidationError
 
 from hastegeo.runtime import get_runtime
-from hastegeo.store.queues import POISON_SUFFIX, POLL_QUEUE, REQUESTS_QUEUE, SUBMIT_QUEUE, JobMessage
+from hastegeo.store.queues import (
+    GROUPS_QUEUE,
+    POISON_SUFFIX,
+    POLL_QUEUE,
+    REQUESTS_QUEUE,
+    SUBMIT_QUEUE,
+    GroupMessage,
+    JobMessage,
+)
 
 log = logging.getLogger(__name__)
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
@@ -42,6 +50,22 @@ def poll_trigger(msg: func.QueueMessage) -> None:
 def requests_trigger(msg: func.QueueMessage) -> None:
     # The step's span is the root of the job's trace, or joins the upstream trace the request names.
     get_runtime().upstream.handle(msg.get_body().decode("utf-8", errors="replace"), msg.id or "unknown")
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=GROUPS_QUEUE, connection=CONNECTION)
+def groups_trigger(msg: func.QueueMessage) -> None:
+    try:
+        message = GroupMessage.model_validate_json(msg.get_body())
+    except ValidationError:
+        log.error("%s: message %s is not a group pointer: %.200r", GROUPS_QUEUE, msg.id, msg.get_body())
+        return
+    get_runtime().groups.handle(message)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=GROUPS_QUEUE + POISON_SUFFIX, connection=CONNECTION)
+def groups_poison_trigger(msg: func.QueueMessage) -> None:
+    # The reconciler sends a make message again for a group left half made; nothing else to do.
+    log.error("%s: gave up on %.200r; the reconciler resumes the group", GROUPS_QUEUE, msg.get_body())
 
 
 @bp.queue_trigger(arg_name="msg", queue_name=SUBMIT_QUEUE + POISON_SUFFIX, connection=CONNECTION)

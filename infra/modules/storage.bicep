@@ -19,15 +19,18 @@ param browserReadOrigins array = []
 // The queue names are fixed by the Functions code (api/): the HTTP trigger enqueues to
 // jobs-submit; upstream services drop requests on jobs-requests; the host moves a message
 // to <queue>-poison after maxDequeueCount failures. jobs-events carries the job events to
-// consumers outside the app (docs/events.md); no trigger reads it.
+// consumers outside the app (docs/events.md); no trigger reads it. groups-make carries the
+// chunks of a job group's items to make or cancel (ADR 0040).
 var queues = [
   'jobs-submit'
   'jobs-poll'
   'jobs-requests'
+  'groups-make'
   'jobs-events'
   'jobs-submit-poison'
   'jobs-poll-poison'
   'jobs-requests-poison'
+  'groups-make-poison'
 ]
 // Flex Consumption reads the app package from this container.
 var deploymentContainer = 'app-package'

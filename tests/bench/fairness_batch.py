@@ -136,11 +136,12 @@ class Driver:
             for name, handle in following:
                 if self.batch.status(handle).state.terminal:
                     self.ended.add(name)
+                    # The journal's order (ADR 0039): free the seat, then hand the admitted jobs over after it.
                     admitted = self.admission.free([name], send=not self.hand_over)
-                    for job in admitted:
-                        self.seated.setdefault(job, _now())
-                    if self.hand_over:  # after the write that freed the seat, as the pipeline's finishing does
+                    if self.hand_over:
                         self.admission.hand_over(admitted, self._hand_over)
+                    for job_id in admitted:
+                        self.seated.setdefault(job_id, _now())
             time.sleep(0.02)
 
     def _hand_over(self, name: str) -> None:

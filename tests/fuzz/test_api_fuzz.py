@@ -63,6 +63,9 @@ OPERATIONS = (
     "consoleConfig",
     "consoleFile",
 )
+# The group routes (ADR 0040) are in the document and not fuzzed yet: tests/integration/test_groups_api.py
+# covers them by hand, and a fuzz run needs the storage count to include groups (issue 39, left for later).
+NOT_FUZZED = {"submitGroup", "getGroup", "cancelGroup", "retryGroup"}
 # Operations without parameters or a body have nothing to negate: positive only.
 NO_INPUT = {"health", "openapi", "consoleIndex", "consoleConfig"}
 FUZZ_RUNS = [
@@ -173,7 +176,7 @@ def assert_nothing_else_stored(storage: Storage, before: tuple[int, int], submis
 def test_the_document_names_every_operation_fuzzed(schema: schemathesis.BaseSchema) -> None:
     # From the document itself: schemathesis's own listing leaves out the URL the schema was loaded from.
     found = {op["operationId"] for item in schema.raw_schema["paths"].values() for op in item.values()}
-    assert found == set(OPERATIONS)
+    assert found == set(OPERATIONS) | NOT_FUZZED
 
 
 @pytest.mark.parametrize(("operation_id", "mode"), FUZZ_RUNS)

@@ -17,7 +17,6 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import get_runtime
 from hastegeo.store.queues import JobMessage
-from hastegeo.utils.errors import InvalidJobError
 from hastegeo.workloads.geospatial import PIPELINE_KEYS
 from hastegeo.workloads.processor import SpecInputs
 from hastegeo.workloads.training.processor import TrainingProcessor
@@ -149,6 +148,7 @@ def test_a_follow_on_of_the_parent_is_accepted_while_the_parent_post_processes(m
     child_request = parse_request({"workload": "artifacts", "projectId": "p1", "inputs": [{"jobId": parent.id}]})
     child = runtime.acceptor.accept(child_request, parent=runtime.store.get(parent.id)).job
     assert child.parent_job_id == parent.id
-    # The same input from a client is refused until the job has succeeded.
-    with pytest.raises(InvalidJobError, match=r"inputs\[0\]\.jobId: .* is postprocessing"):
-        runtime.acceptor.accept(child_request)
+    # The same input from a client waits for the job to succeed (an implicit ``after``, ADR 0040).
+    waiting = runtime.acceptor.accept(child_request).job
+    assert waiting.waiting_for == [parent.id]
+    assert waiting.state is JobState.QUEUED

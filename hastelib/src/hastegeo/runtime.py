@@ -38,6 +38,7 @@ from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.exits import ExitChannel, ExitHandler
 from hastegeo.pipeline.finish import FinishStep
+from hastegeo.pipeline.groups import GroupSteps
 from hastegeo.pipeline.journal import JobJournal
 from hastegeo.pipeline.poison import PoisonStep
 from hastegeo.pipeline.poll import PollStep
@@ -46,6 +47,7 @@ from hastegeo.pipeline.rerun import Rerun
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.settings import get_settings
+from hastegeo.store.groups import GroupStore
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, EVENTS_QUEUE, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender
 from hastegeo.telemetry import tracer
@@ -104,6 +106,7 @@ class Pipeline:
     reconcile: ReconcileStep
     retry: Rerun
     board: CapacityBoard  # each backend's queue, as the reconciler last saw it
+    groups: GroupSteps  # job groups, and the journal's followers step (ADR 0040)
 
 
 @dataclass(frozen=True)
@@ -281,11 +284,12 @@ def build_pipeline(
     admission = Admission(AdmissionBook(jobs), limits_of(settings), queues, clock)  # ADR 0032
     seats = admission if admission.active else None
     store = JobStore(jobs, read_deadline_s=read_deadline_s)
+    publisher = EventPublisher(queues, topic)
     journal = JobJournal(
         store,
         clock=clock,
         history_limit=settings.pipeline.history_limit,
-        publish=EventPublisher(queues, topic),
+        publish=publisher,
         admission=seats,
     )
     deps = PipelineDeps(
@@ -299,8 +303,12 @@ def build_pipeline(
         processors=processors(),
         clock=clock,
         admission=seats,
+        groups=GroupStore(jobs),
     )
     acceptor = JobAcceptor(deps)
+    cancel = CancelStep(deps)
+    groups = GroupSteps(deps, acceptor, cancel, publisher)
+    journal.followers = groups
     submit = SubmitStep(deps)
     board = CapacityBoard(jobs)
     return Pipeline(
@@ -313,12 +321,13 @@ def build_pipeline(
         acceptor=acceptor,
         submit=submit,
         poll=PollStep(deps, FinishStep(deps, acceptor, submit.seated)),
-        cancel=CancelStep(deps),
+        cancel=cancel,
         poison=PoisonStep(deps),
-        upstream=UpstreamStep(deps, acceptor),
+        upstream=UpstreamStep(deps, acceptor, groups),
         reconcile=ReconcileStep(deps, board),
         retry=Rerun(deps, acceptor),
         board=board,
+        groups=groups,
     )
 
 

@@ -40,3 +40,11 @@ class EventPublisher:
             queue.send_message(json.dumps(event, separators=(",", ":")))
         if self._topic is not None:
             self._topic.send(events)
+
+    def send(self, events: Sequence[dict[str, object]]) -> None:
+        """Publish events that are not a job's state changes (a group's completion). Raises AzureError."""
+        queue = self._queues.client(EVENTS_QUEUE)
+        for event in events:
+            queue.send_message(json.dumps(event, separators=(",", ":")))
+        if self._topic is not None:
+            self._topic.send(events)

@@ -114,6 +114,21 @@ class JobRequest(_Model):
         pattern=CORRELATION_ID_PATTERN,
         description="The caller's correlation id (1-128 printable ASCII characters), returned in every job event.",
     )
+    after: list[str] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Jobs or groups of the same project this job waits for (ADR 0040); at most 50.",
+    )
+
+    @field_validator("after")
+    @classmethod
+    def _after_ids(cls, value: list[str]) -> list[str]:
+        from hastegeo.models.ids import ID
+
+        for index, name in enumerate(value):
+            if not ID.fullmatch(name):
+                raise ValueError(f"after[{index}] is not a job or group id")
+        return list(dict.fromkeys(value))
 
     @field_validator("labels")
     @classmethod
@@ -174,6 +189,7 @@ INTERNAL_FIELDS = frozenset(
         "state_changes",
         "events_published",
         "request_key",
+        "has_dependents",
     }
 )
 
@@ -243,6 +259,14 @@ class Job(_Model):
     request_key: str | None = Field(None, description="The Idempotency-Key as sent, for the job events.")
     state_changes: list[StateChange] = Field(default_factory=list, description="Numbered state changes (events).")
     events_published: int = Field(0, description="The sequence number up to which events are published.")
+    after: list[str] = Field(default_factory=list, description="Jobs or groups this job waits for (ADR 0040).")
+    waiting_for: list[str] = Field(
+        default_factory=list, description="Of ``after``, those that have not succeeded yet: the job is not submitted."
+    )
+    group_id: str | None = Field(None, description="The group this job is an item of.")
+    group_index: int | None = Field(None, description="Its index in the group's items.")
+    group_attempt: int = Field(0, description="Which run of its group item this is (a group retry adds one).")
+    has_dependents: bool = Field(False, description="Some job waits for this one: its end lists them (ADR 0040).")
 
     def request(self) -> JobRequest:
         """The request this job was made from (what a retry submits again)."""
@@ -254,6 +278,7 @@ class Job(_Model):
             parameters=self.parameters,
             labels=self.labels,
             correlation_id=self.correlation_id,
+            after=self.after,
         )
 
     def api_view(self) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from hastegeo.models.job import Job, JobRequest, Submitter, server_owned_fields_
 from hastegeo.models.ownership import check_parameter_names, staged_inputs
 from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
+from hastegeo.pipeline.after import WAITING_DEADLINE, Dependencies
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.store import due
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
@@ -47,6 +48,15 @@ class RequestRejected(Exception):
         super().__init__(title + ": " + "; ".join(f"{path}: {msg}" for path, msg in errors))
         self.title = title
         self.errors = errors
+
+
+@dataclass(frozen=True)
+class GroupSlot:
+    """Where a job sits in its group: the group, the item's index and the item's attempt."""
+
+    group_id: str
+    index: int
+    attempt: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,6 +227,8 @@ class JobAcceptor:
         submitter: Submitter | None = None,
         notes: Sequence[str] = (),
         retry_of: str | None = None,
+        job_id: str | None = None,
+        group: GroupSlot | None = None,
     ) -> Accepted:
         """Store a new job (or return the one this idempotency key already created) and enqueue it.
 
@@ -233,6 +245,11 @@ class JobAcceptor:
         it is stored on the job and named in its first history line. ``notes`` are
         history lines about the request itself (a trace context that was dropped).
         ``retry_of`` is the job this one retries (:mod:`hastegeo.pipeline.rerun`).
+        ``job_id`` and ``group``: the id and place of a group's item (:mod:`hastegeo.pipeline.groups`);
+        an item made twice is stored once (the second call replays the first).
+
+        A request with ``after`` (or a ``jobId`` input of a job that has not succeeded yet, an
+        implicit ``after``) is stored waiting, without a submit message (:mod:`hastegeo.pipeline.after`).
 
         Raises:
             InvalidJobError: parameters or inputs cannot run (``field`` says where).
@@ -244,8 +261,12 @@ class JobAcceptor:
         if processor is None:
             raise InvalidJobError(f"workload: {request.workload!r} is not available", field="workload")
         processor.validate(request)
-        fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
-        job_id = keyed_job_id(request.project_id, idempotency_key) if idempotency_key else new_job_id()
+        # ``after`` joined the request later: a request without one keeps the fingerprint it had before.
+        fingerprint = hashlib.sha256(
+            request.model_dump_json(exclude=None if request.after else {"after"}).encode()
+        ).hexdigest()
+        if job_id is None:
+            job_id = keyed_job_id(request.project_id, idempotency_key) if idempotency_key else new_job_id()
         # A keyed request is stored with a conditional create and read only when the id is
         # taken: a new key (nearly every request) costs no read. A retry whose routing or
         # input checks now fail (a backend disabled since, an input deleted) still gets the
@@ -255,9 +276,12 @@ class JobAcceptor:
             requested = parent.backend
         try:
             backend = deps.router.resolve(requested, request.workload, job_id)
-            self._check_inputs(request, processor.params_model.model_validate(request.parameters), parent)
+            implicit = self._check_inputs(request, processor.params_model.model_validate(request.parameters), parent)
+            after = list(dict.fromkeys([*request.after, *implicit]))
+            upstreams = Dependencies(deps).resolve(request.project_id, request.after)
+            upstreams += Dependencies(deps).resolve(request.project_id, implicit, field="inputs.jobId")
         except HasteError:
-            existing = deps.store.find(job_id) if idempotency_key else None
+            existing = deps.store.find(job_id) if idempotency_key or group else None
             if existing is None:
                 raise
             return self._replay(existing, fingerprint)
@@ -270,6 +294,9 @@ class JobAcceptor:
             origin += f", submitted by {submitter.describe()}"
 
         now = deps.clock()
+        waiting = [u for u in upstreams if not u.succeeded]
+        if waiting:
+            notes = [*notes, "waiting for " + ", ".join(u.describe() for u in waiting)]
         job = Job(
             id=job_id,
             project_id=request.project_id,
@@ -282,7 +309,8 @@ class JobAcceptor:
             labels=request.labels,
             created_at=now,
             updated_at=now,
-            deadline_at=now + timedelta(seconds=deps.settings.pipeline.queued_deadline_s),
+            deadline_at=now
+            + (WAITING_DEADLINE if waiting else timedelta(seconds=deps.settings.pipeline.queued_deadline_s)),
             history=[
                 make_event(
                     now,
@@ -300,13 +328,22 @@ class JobAcceptor:
             correlation_id=request.correlation_id,
             request_key=idempotency_key,
             retry_of=retry_of,
+            after=after,
+            waiting_for=[u.id for u in waiting],
+            group_id=group.group_id if group else None,
+            group_index=group.index if group else None,
+            group_attempt=group.attempt if group else 0,
         )
         tracer.annotate(job)
+        Dependencies(deps).register(job_id, upstreams)  # before the document: a release finds it stored
         stored = deps.journal.create(job)
         if stored is None:  # an earlier (or concurrent) request with the same key stored it
             return self._replay(deps.store.get(job_id), fingerprint)
         job = stored.job
-        self._send(job)
+        if job.waiting_for:  # an upstream may have ended between its read and this write: look again
+            job = Dependencies(deps).release(job.id) or job
+        else:
+            self._send(job)
         meter.job_accepted(job)
         log.info("accepted job %s (%s on %s)", job_id, request.workload, backend, extra=job_fields(job))
         return Accepted(job=job, created=True)
@@ -338,8 +375,10 @@ class JobAcceptor:
             self._send(existing)
         return Accepted(job=existing, created=False)
 
-    def _check_inputs(self, request: JobRequest, params: BaseModel, parent: Job | None) -> None:
-        """Every input inside the request's project, earlier jobs succeeded, parameters naming staged inputs.
+    def _check_inputs(self, request: JobRequest, params: BaseModel, parent: Job | None) -> list[str]:
+        """Every input inside the request's project, earlier jobs not failed, parameters naming staged inputs.
+
+        Returns the jobs named by ``jobId`` inputs that have not succeeded yet: the job waits for them.
 
         The inputs are staged exactly as the submit step will stage them (the same function), so
         what is admitted here is what runs. Raises InvalidJobError naming the field.
@@ -363,14 +402,18 @@ class JobAcceptor:
             outputs_container=where.outputs_container,
             project_of=project_of,
         )
+        implicit = []
         for index, item in enumerate(request.inputs):
             if item.job_id is None or (parent is not None and item.job_id == parent.id):
                 continue  # a parent is still post-processing when its follow-ons start
             source = find(item.job_id)
-            if source is not None and source.state is not JobState.SUCCEEDED:
+            if source is not None and not source.state.terminal:
+                implicit.append(item.job_id)  # an implicit ``after`` (ADR 0040)
+            elif source is not None and source.state is not JobState.SUCCEEDED:
                 field = f"inputs[{index}].jobId"
                 raise InvalidJobError(
                     f"{field}: job {item.job_id!r} is {source.state.value}; only succeeded jobs have outputs",
                     field=field,
                 )
         check_parameter_names(params, request.inputs)
+        return [name for name in dict.fromkeys(implicit) if name not in request.after]

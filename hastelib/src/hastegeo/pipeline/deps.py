@@ -24,6 +24,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.admission import Admission
 from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.journal import JobJournal
+from hastegeo.store.groups import GroupStore
 from hastegeo.store.jobs import JobStore, Versioned
 from hastegeo.store.queues import JobMessage, QueueSender
 from hastegeo.telemetry import tracer
@@ -46,6 +47,7 @@ class PipelineDeps:
     processors: dict[str, Processor]
     clock: Callable[[], datetime]
     admission: Admission | None = None  # seats before a provider (ADR 0032); None: no limits
+    groups: GroupStore | None = None  # groups and dependency entries (ADR 0040)
 
     @property
     def spec_inputs(self) -> SpecInputs:

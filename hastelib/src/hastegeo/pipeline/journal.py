@@ -7,6 +7,9 @@ The journal then does, in this order and nothing else:
 1. **the write**: the store's ETag-checked write of the document and its index
    entries (:meth:`hastegeo.store.jobs.JobStore.update`). Nothing below happens for a
    change that was not stored.
+1a. **the followers** (ADR 0040): the job's group records the item's new state, a group whose
+   last item ended is announced, and the jobs waiting for a job (or group) that ended are
+   released or ended in their turn (each through this journal: the cascade).
 2. **the events** of the state changes that write stored (ADR 0024), then their
    record: a second write marks them published on a job still unfinished; for a job
    that ended, its ``active/`` index entry goes (:meth:`JobStore.retire`).
@@ -23,6 +26,10 @@ Crash windows, and who repairs each:
 - after 1, before 2: the change is stored and its events are not sent. The job keeps its
   ``active/`` entry, and the reconciler's sweep (:meth:`JobJournal.sweep`) publishes the
   events of a change older than :data:`PUBLISH_GRACE_S`; any later write of the job does too.
+- after 1, before 1a: the item's group shows its previous state, and its dependents still wait.
+  The job keeps its ``active/`` entry (an ended job is retired in step 2 at the earliest), and
+  the sweep hands every job it lists to the followers' repair: a group mark is a state, not a
+  count, and a release reads the upstreams again, so doing either twice does nothing twice.
 - after 2, before its record: the events go out again later (at least once; their ids say so).
 - after 2, before 3: the seat stays taken. The job's next move frees it (post-processing,
   then its end), and the reconciler's repair frees the seats of jobs that have ended.
@@ -38,9 +45,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from azure.core.exceptions import AzureError
 
@@ -71,6 +79,14 @@ PUBLISH_GRACE_S = 60.0
 HOLDS_SEAT = frozenset({JobState.SUBMITTING, JobState.RUNNING, JobState.CANCEL_REQUESTED})
 
 
+class Followers(Protocol):
+    """What happens when a job's state changes, beyond the job itself (step 1a): groups and dependents."""
+
+    def after_write(self, previous: JobState, job: Job) -> None: ...
+
+    def repair(self, jobs: Sequence[Job], now: datetime) -> None: ...
+
+
 @dataclass(frozen=True)
 class Written(Update):
     """What :meth:`JobJournal.update` did; ``admitted``: the jobs that got the seat it freed, when the
@@ -99,6 +115,7 @@ class JobJournal:
         history_limit: int,
         publish: Publish | None = None,
         admission: Admission | None = None,
+        followers: Followers | None = None,
     ) -> None:
         """``publish`` sends job events (none: changes are numbered and left for a journal that has one);
         ``admission`` frees seats (none: no limits are set)."""
@@ -110,6 +127,7 @@ class JobJournal:
         self._census = Census(store)
         # The census cycle the last sweep completed (None: none did): the active jobs, for the seat repair.
         self.census: Cycle | None = None
+        self.followers = followers  # set once the steps it calls are built (the composition root)
 
     # -- writes --------------------------------------------------------------------------
 
@@ -142,6 +160,7 @@ class JobJournal:
         if not written.wrote or written.previous.terminal:
             # Nothing written, or a note on an ended job: its events and seat were the ending write's.
             return Written(written.job, written.etag, written.wrote, written.previous)
+        self._follow(written)
         version = self._published(written.version, ended=written.ended)
         admitted = self._free_seat(written, hand_over)
         if written.ended:
@@ -195,6 +214,15 @@ class JobJournal:
         return change
 
     # -- the steps after a write ---------------------------------------------------------
+
+    def _follow(self, written: Update) -> None:
+        """Step 1a: the followers of a state change (a failure is logged; the reconciler's sweep repairs it)."""
+        if self.followers is None or written.job.state is written.previous:
+            return
+        try:
+            self.followers.after_write(written.previous, written.job)
+        except (AzureError, ConflictError) as exc:
+            log.info("job %s: followers not done (%s); the reconciler does them", written.job.id, type(exc).__name__)
 
     def _published(self, version: Versioned, *, ended: bool) -> Versioned:
         """Publish the events of the job's stored changes not yet published, then record that they were.
@@ -264,7 +292,13 @@ class JobJournal:
         """
         now = now or datetime.now(UTC)  # compared with storage's own clock (blob times), never a test's
         found = []
-        for job in self._due_and_unindexed(now):
+        jobs = self._due_and_unindexed(now)
+        if self.followers is not None:
+            try:
+                self.followers.repair(jobs, now)
+            except (AzureError, ConflictError) as exc:  # the next sweep tries again
+                log.warning("sweep: followers' repair not finished (%s)", type(exc).__name__)
+        for job in jobs:
             unpublished = self._catch_up(job, now)
             if not job.state.terminal:
                 found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))

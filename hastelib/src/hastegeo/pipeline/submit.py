@@ -61,8 +61,8 @@ class SubmitStep:
         deps = self._deps
         job = version.job
         tracer.annotate(job)
-        if job.state.terminal:
-            return
+        if job.state.terminal or (job.waiting_for and job.state is JobState.QUEUED):
+            return  # ended, or waiting for its upstreams (ADR 0040): their release sends it again
         if job.handle is not None:
             self._arm_poll(job)
             return

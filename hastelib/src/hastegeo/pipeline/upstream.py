@@ -19,6 +19,7 @@ from hastegeo.events import trace_context
 from hastegeo.models.job import Submitter
 from hastegeo.pipeline.accept import JobAcceptor, RequestRejected, decode_body, parse_request
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.groups import GroupSteps, parse_group
 from hastegeo.store.queues import REQUESTS_QUEUE
 from hastegeo.telemetry import tracer
 from hastegeo.utils.errors import BackendUnavailableError, ConflictError, InvalidJobError
@@ -30,12 +31,13 @@ QUEUE_SUBMITTER = Submitter(name=f"queue {REQUESTS_QUEUE}")
 
 
 class UpstreamStep:
-    def __init__(self, deps: PipelineDeps, acceptor: JobAcceptor) -> None:
+    def __init__(self, deps: PipelineDeps, acceptor: JobAcceptor, groups: GroupSteps | None = None) -> None:
         self._deps = deps
         self._acceptor = acceptor
+        self._groups = groups
 
     def handle(self, text: str, message_id: str) -> str | None:
-        """Accept the request. Returns the job id, or None when the request was rejected.
+        """Accept the request. Returns the job id (of a group request: the group id), or None when it was rejected.
 
         The step's span is the root of the job's trace, or joins the upstream trace when the
         message carries ``traceparent``/``tracestate`` (optional members beside the request's).
@@ -52,7 +54,14 @@ class UpstreamStep:
 
     def _handle(self, text: str, message_id: str, context: trace_context.TraceContext) -> str | None:
         try:
-            request = parse_request(trace_context.without_envelope(decode_body(text)))
+            body = trace_context.without_envelope(decode_body(text))
+            if self._groups is not None and isinstance(body, dict) and "items" in body:  # a group (ADR 0040)
+                group, _ = self._groups.accept(
+                    parse_group(body), idempotency_key=f"queue-message:{message_id}", submitter=QUEUE_SUBMITTER,
+                    source="queue",
+                )  # fmt: skip
+                return group.id
+            request = parse_request(body)
             accepted = self._acceptor.accept(
                 request,
                 idempotency_key=f"queue-message:{message_id}",

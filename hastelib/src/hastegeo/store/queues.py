@@ -31,10 +31,12 @@ log = logging.getLogger(__name__)
 SUBMIT_QUEUE = "jobs-submit"
 POLL_QUEUE = "jobs-poll"
 REQUESTS_QUEUE = "jobs-requests"
+# Makes a group's items into jobs, a bounded chunk per message, and cancels them (ADR 0040).
+GROUPS_QUEUE = "groups-make"
 # Job events for consumers outside the app (docs/events.md); no trigger of the app reads it.
 EVENTS_QUEUE = "jobs-events"
 POISON_SUFFIX = "-poison"
-ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE)
+ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE, GROUPS_QUEUE)
 
 MessageKind = Literal["submit", "poll", "nudge"]
 LEGACY_POLL_SEQ_KEY = "attempt"  # the wire name of JobMessage.poll_seq before it was renamed
@@ -77,6 +79,19 @@ class JobMessage(BaseModel):
         if traceparent:
             wire["traceparent"] = traceparent
         return json.dumps(wire, separators=(",", ":"))
+
+
+class GroupMessage(BaseModel):
+    """A pointer to a group and the chunk of its items to make (``make``) or cancel (``cancel``)."""
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="ignore", frozen=True)
+
+    group_id: str = Field(pattern=ID_PATTERN)
+    kind: Literal["make", "cancel"] = "make"
+    start: int = Field(0, ge=0)
+
+    def encode(self) -> str:
+        return self.model_dump_json(by_alias=True)
 
 
 class QueueSender:

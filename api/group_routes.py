@@ -1,0 +1,171 @@
+"""HTTP API for job groups (ADR 0040): submit, read, list items, cancel, retry.
+
+Access control is a job's (docs/adr/0007): submitting names the project, so a refusal may
+say so (403); a group looked up by id that the caller may not read answers exactly like a
+missing group (404), so its existence never leaks.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import azure.functions as func
+
+from api.access import Denied, caller, require, submitter_of
+from api.problems import json_response, problem, storage_guarded
+from api.tracing import traced
+from hastegeo.auth import Decision, Principal, can_submit, job_access
+from hastegeo.models.group import Group
+from hastegeo.models.ids import is_id
+from hastegeo.pipeline.accept import RequestRejected, decode_body
+from hastegeo.pipeline.groups import parse_group
+from hastegeo.runtime import Pipeline, get_runtime
+from hastegeo.store.groups import GroupNotFoundError
+from hastegeo.utils.errors import BackendUnavailableError, ConflictError
+from hastegeo.utils.ratelimit import TokenBucket
+
+log = logging.getLogger(__name__)
+bp = func.Blueprint()  # type: ignore[no-untyped-call]
+# A group request may carry 10,000 items: its body limit is its own (the job body limit is far smaller).
+MAX_GROUP_BODY_BYTES = 16 * 1024 * 1024
+_MAX_PAGE = 200
+_readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="group-list")
+
+
+def group_not_found(group_id: str) -> func.HttpResponse:
+    """The one answer for a missing group and for a group the caller may not see."""
+    return problem(404, "Group not found", f"No group with id {group_id}")
+
+
+def _bad_key(key: str | None) -> bool:
+    return key is not None and not (1 <= len(key) <= 200)
+
+
+@bp.route(route="groups", methods=["POST"])
+@traced("POST", "groups")
+@storage_guarded
+def submit_group(req: func.HttpRequest) -> func.HttpResponse:
+    """Accept a group: validated whole, stored, and answered 202 before its items are made."""
+    runtime = get_runtime()
+    try:
+        principal = caller(req, runtime.settings.auth, "groups")
+    except Denied as denied:
+        return denied.response
+    wait = runtime.submit_limiter.take()
+    if wait:
+        return problem(429, "Too many submissions", headers={"Retry-After": TokenBucket.retry_after(wait)})
+    body = req.get_body()
+    if len(body) > MAX_GROUP_BODY_BYTES:
+        return problem(413, "Request body too large", f"The limit is {MAX_GROUP_BODY_BYTES} bytes")
+    key = req.headers.get("Idempotency-Key")
+    if _bad_key(key):
+        return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+    try:
+        request = parse_group(decode_body(body))
+        require(can_submit(principal, request.project_id), principal, req, "groups", request.project_id)
+        group, created = runtime.api.groups.accept(request, idempotency_key=key, submitter=submitter_of(principal))
+    except Denied as denied:
+        return denied.response
+    except RequestRejected as exc:
+        return problem(400, exc.title, errors=exc.errors)
+    except BackendUnavailableError as exc:
+        return problem(409, "The backend cannot take this group", str(exc), errors=[("backend", str(exc))])
+    except ConflictError as exc:
+        return problem(409, "Conflict", str(exc))
+    return json_response(group.view(), 202 if created else 200, {"Location": f"/api/groups/{group.id}"})
+
+
+def _group(req: func.HttpRequest, route: str, action: str) -> tuple[Pipeline, Principal, Group]:
+    """The group the route names, once the caller may ``action`` it.
+
+    Raises Denied: 404 for a missing group or one the caller may not read, 403 for one they may read only.
+    """
+    runtime = get_runtime()
+    group_id = req.route_params.get("id", "")
+    principal = caller(req, runtime.settings.auth, route)
+    if not is_id(group_id):
+        raise Denied(group_not_found(group_id))
+    try:
+        group = runtime.api.deps.groups.get(group_id)  # type: ignore[union-attr]
+    except GroupNotFoundError:
+        raise Denied(group_not_found(group_id)) from None
+    decision: Decision = job_access(principal, group.project_id, action)  # type: ignore[arg-type]
+    if not decision and decision.conceal:
+        log.warning(
+            "access denied (404) on %s %s: caller %s, group %s", req.method, route, principal.describe(), group_id
+        )
+        raise Denied(group_not_found(group_id))
+    require(decision, principal, req, route, group.project_id)
+    return runtime.api, principal, group
+
+
+@bp.route(route="groups/{id}", methods=["GET"])
+@storage_guarded
+def get_group(req: func.HttpRequest) -> func.HttpResponse:
+    try:
+        _, _, group = _group(req, "groups/{id}", "read")
+    except Denied as denied:
+        return denied.response
+    return json_response(group.view())
+
+
+@bp.route(route="groups/{id}/cancel", methods=["POST"])
+@traced("POST", "groups/{id}/cancel")
+@storage_guarded
+def cancel_group(req: func.HttpRequest) -> func.HttpResponse:
+    try:
+        api, _, group = _group(req, "groups/{id}/cancel", "cancel")
+    except Denied as denied:
+        return denied.response
+    if group.completed_at is not None:
+        return problem(409, "The group cannot be cancelled", f"Group {group.id} has ended; there is nothing to cancel")
+    return json_response(api.groups.cancel(group.id).view(), 202)
+
+
+@bp.route(route="groups/{id}/retry", methods=["POST"])
+@traced("POST", "groups/{id}/retry")
+@storage_guarded
+def retry_group(req: func.HttpRequest) -> func.HttpResponse:
+    try:
+        api, _, group = _group(req, "groups/{id}/retry", "retry")
+        retried, count = api.groups.retry(group.id)
+    except Denied as denied:
+        return denied.response
+    except ConflictError as exc:
+        return problem(409, "The group cannot be retried", str(exc))
+    return json_response({**retried.view(), "retried": count}, 202, {"Location": f"/api/groups/{group.id}"})
+
+
+def list_group_jobs(req: func.HttpRequest, group_id: str) -> func.HttpResponse:
+    """``GET /api/jobs?groupId=…``: a page of the group's item jobs, in item order.
+
+    ``continuationToken`` is the index of the next item (a group's order never changes).
+    """
+    runtime = get_runtime()
+    try:
+        principal = caller(req, runtime.settings.auth, "jobs")
+        if not is_id(group_id):
+            raise Denied(group_not_found(group_id))
+        try:
+            group = runtime.api.deps.groups.get(group_id)  # type: ignore[union-attr]
+        except GroupNotFoundError:
+            raise Denied(group_not_found(group_id)) from None
+        decision = job_access(principal, group.project_id, "read")
+        if not decision and decision.conceal:
+            raise Denied(group_not_found(group_id))
+        require(decision, principal, req, "jobs", group.project_id)
+    except Denied as denied:
+        return denied.response
+    size_text = req.params.get("pageSize", "50")
+    if not (size_text.isascii() and size_text.isdigit() and 1 <= int(size_text) <= _MAX_PAGE):
+        return problem(400, "Invalid pageSize", errors=[("pageSize", f"an integer from 1 to {_MAX_PAGE}")])
+    token = req.params.get("continuationToken") or "0"
+    if not (token.isascii() and token.isdigit() and int(token) < max(group.item_count, 1)):
+        return problem(400, "Invalid continuationToken", errors=[("continuationToken", "not issued for this group")])
+    start, size = int(token), int(size_text)
+    end = min(start + size, group.item_count)
+    ids = [group.job_id(i) for i in range(start, end)]
+    found = list(_readers.map(runtime.api.store.find, ids))
+    items = [job.summary_view() for job in found if job is not None]
+    return json_response({"items": items, "continuationToken": str(end) if end < group.item_count else None})

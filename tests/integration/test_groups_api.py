@@ -1,0 +1,76 @@
+"""The group routes called as the Functions host calls them, with a real runtime on Azurite (ADR 0040)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from hastegeo.auth import Principal, Role, encode_principal
+from hastegeo.runtime import get_runtime
+from hastegeo.store.queues import GroupMessage
+
+from .test_api import call
+
+pytestmark = pytest.mark.azurite
+OTHER = encode_principal(Principal("bo@example.com", "oid-bo", frozenset({Role.SUBMITTER}), frozenset({"p2"})))
+BODY = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}], "items": [{}, {}, {}]}
+
+
+@pytest.fixture
+def api(api_settings: Callable[..., None]) -> None:
+    api_settings()
+
+
+def stored_groups() -> list[str]:
+    container = get_runtime().blobs.get_container_client(get_runtime().settings.storage.jobs_container)
+    return [blob.name for blob in container.list_blobs(name_starts_with="groups")]
+
+
+@pytest.mark.usefixtures("api")
+def test_a_group_is_accepted_read_listed_and_hidden_from_other_projects() -> None:
+    status, group, response = call("submit_group", "POST", "/api/groups", BODY, headers={"Idempotency-Key": "tiles-1"})
+    assert status == 202
+    assert response.headers["Location"] == f"/api/groups/{group['id']}"
+    assert group["counts"]["notMade"] == 3
+    again, same, _ = call("submit_group", "POST", "/api/groups", BODY, headers={"Idempotency-Key": "tiles-1"})
+    assert again == 200
+    assert same["id"] == group["id"]
+    get_runtime().api.groups.handle(GroupMessage(group_id=group["id"]))
+    status, read, _ = call("get_group", "GET", f"/api/groups/{group['id']}", route_params={"id": group["id"]})
+    assert status == 200
+    assert read["counts"]["queued"] == 3
+    status, page, _ = call("list_jobs", "GET", "/api/jobs", params={"groupId": group["id"], "pageSize": "2"})
+    assert status == 200
+    assert [job["groupIndex"] for job in page["items"]] == [0, 1]
+    assert page["continuationToken"] == "2"
+    hidden = call(
+        "get_group",
+        "GET",
+        f"/api/groups/{group['id']}",
+        route_params={"id": group["id"]},
+        headers={"X-MS-CLIENT-PRINCIPAL": OTHER},
+    )
+    missing = call("get_group", "GET", "/api/groups/gmissing", route_params={"id": "gmissing"})
+    assert hidden[0] == missing[0] == 404
+    assert hidden[1]["title"] == missing[1]["title"] == "Group not found"
+    status, cancelled, _ = call(
+        "cancel_group", "POST", f"/api/groups/{group['id']}/cancel", route_params={"id": group["id"]}
+    )
+    assert status == 202
+    assert cancelled["state"] == "cancelling"
+
+
+@pytest.mark.usefixtures("api")
+def test_a_bad_group_gets_a_400_naming_the_item_field_and_stores_nothing() -> None:
+    status, problem, _ = call("submit_group", "POST", "/api/groups", {**BODY, "items": [{}, {}, {"colour": 1}]})
+    assert status == 400
+    assert [e["field"] for e in problem["errors"]] == ["items[2].colour"]
+    body = {**BODY, "items": [{}, {"parameters": {"compressLevel": "very"}}]}
+    status, problem, _ = call("submit_group", "POST", "/api/groups", body)
+    assert status == 400
+    assert [e["field"] for e in problem["errors"]] == ["items[1].parameters.compressLevel"]
+    status, problem, _ = call("submit_group", "POST", "/api/groups", {**BODY, "items": []})
+    assert status == 400
+    assert problem["errors"][0]["field"] == "items"
+    assert stored_groups() == []
