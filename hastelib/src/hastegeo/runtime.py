@@ -27,6 +27,8 @@ from hastegeo.compute.registry import BackendRegistry
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings
+from hastegeo.costs.pricer import Pricer
+from hastegeo.costs.prices import blob_reader
 from hastegeo.events.eventgrid import EventGridTopic
 from hastegeo.events.publish import EventPublisher
 from hastegeo.pipeline.accept import JobAcceptor
@@ -44,6 +46,7 @@ from hastegeo.pipeline.poll import PollStep
 from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.pipeline.rerun import Rerun
 from hastegeo.pipeline.submit import SubmitStep
+from hastegeo.pipeline.totals import CostTotals
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.settings import get_settings
 from hastegeo.store.jobs import JobStore
@@ -260,6 +263,12 @@ def build_backends(
     return registry, router
 
 
+def pricer(settings: Settings, blobs: BlobServiceClient) -> Pricer:
+    """What prices an ended job: the table ``HASTE_PRICES_BLOB`` names (or the shipped one), read on first use."""
+    costs = settings.costs
+    return Pricer(costs.prices_blob, blob_reader(blobs), local_rate=costs.local_price_per_slot_hour)
+
+
 def build_pipeline(
     settings: Settings,
     blobs: BlobServiceClient,
@@ -287,6 +296,8 @@ def build_pipeline(
         history_limit=settings.pipeline.history_limit,
         publish=EventPublisher(queues, topic),
         admission=seats,
+        price=pricer(settings, blobs).cost,  # docs/adr/0038
+        totals=CostTotals(jobs),
     )
     deps = PipelineDeps(
         settings=settings,

@@ -29,6 +29,8 @@ from pydantic_core import CoreSchema, PydanticCustomError
 
 from hastegeo.compute.catalog import backend_names
 from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.costs.attribution import Cost
+from hastegeo.costs.usage import JobUsage
 from hastegeo.models.changes import StateChange
 from hastegeo.models.history import StatusEvent
 from hastegeo.models.ids import ID_PATTERN
@@ -173,6 +175,7 @@ INTERNAL_FIELDS = frozenset(
         "state_changes",
         "events_published",
         "request_key",
+        "usage",
     }
 )
 
@@ -239,6 +242,10 @@ class Job(_Model):
     request_key: str | None = Field(None, description="The Idempotency-Key as sent, for the job events.")
     state_changes: list[StateChange] = Field(default_factory=list, description="Numbered state changes (events).")
     events_published: int = Field(0, description="The sequence number up to which events are published.")
+    usage: JobUsage | None = Field(None, description="The runs of its compute its backends told of (costs/usage.py).")
+    cost: Cost | None = Field(
+        None, description="What its compute cost, set by the write that ends it (amount null: not known, and why)."
+    )
 
     def request(self) -> JobRequest:
         """The request this job was made from (what a retry submits again)."""

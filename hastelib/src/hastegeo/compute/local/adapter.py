@@ -55,6 +55,8 @@ from hastegeo.compute.local.settings import LocalSettings
 from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
 from hastegeo.compute.tail import TAIL_BYTES, with_stderr
 from hastegeo.compute.transfer import download, download_prefix, upload
+from hastegeo.costs.attribution import LocalAttempt
+from hastegeo.costs.usage import Usage
 from hastegeo.utils.errors import (
     ConfigurationError,
     HasteError,
@@ -327,6 +329,19 @@ class LocalBackend(ComputeBackend):
             )
 
     def _ended_status(self, name: str, ended: dict[str, object]) -> ComputeStatus:
+        status = self._ended_state(name, ended)
+        return status.model_copy(update={"usage": self._usage(name, ended)})
+
+    def _usage(self, name: str, ended: dict[str, object]) -> Usage:
+        """The one run of an ended job, on one slot (none: it ended before it started)."""
+        running = read_json(self._layout.state(name) / "running.json") or {}
+        start, end = running.get("startedAt"), ended.get("endedAt")
+        if not isinstance(start, str) or not isinstance(end, str):
+            return Usage(count=0)
+        started, finished = datetime.fromisoformat(start), datetime.fromisoformat(end)
+        return Usage.ended(LocalAttempt(slots=1, started_at=started, ended_at=max(started, finished)))
+
+    def _ended_state(self, name: str, ended: dict[str, object]) -> ComputeStatus:
         code = ended.get("exitCode")
         exit_code = code if isinstance(code, int) else None
         reason = ended.get("reason")
