@@ -15,6 +15,7 @@ import logging
 
 import azure.functions as func
 
+from api import costs
 from api.access import Denied, caller, job_not_found, require, submitter_of
 from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
@@ -286,6 +287,13 @@ def list_backends(req: func.HttpRequest) -> func.HttpResponse:
             ],
         }
     )
+
+
+@bp.route(route="projects/{id}/costs", methods=["GET"])
+@storage_guarded
+def project_costs(req: func.HttpRequest) -> func.HttpResponse:
+    """What a project's jobs cost (``api.costs``)."""
+    return costs.project_costs(req)
 
 
 @bp.route(route="health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)

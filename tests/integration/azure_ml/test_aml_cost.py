@@ -26,11 +26,13 @@ def test_an_azure_ml_job_costs_its_run_time_on_its_cluster(tier: str) -> None:
         time.sleep(0.2)
         aml.end(job_id)
         job = aml.runtime.store.get(job_id)
-        assert job.usage is not None and job.cost is not None, job
+        assert job.usage is not None, job
+        assert job.cost is not None
         [run] = job.usage.runs
         priority = Priority.parse(tier)
         price = shipped_table().lookup("northeurope", "Standard_D4s_v3", priority).per_hour
-        assert price is not None and run.attempt.seconds() > 0
+        assert price is not None
+        assert run.attempt.seconds() > 0
         assert job.cost.amount == run.attempt.seconds() * price / 3600
         [attempt] = job.cost.attempts
         assert (attempt.basis, attempt.priority, attempt.unit) == (Basis.METERED, priority, "instance-hour")
@@ -44,4 +46,7 @@ def test_a_cluster_in_a_region_the_table_does_not_cover_has_no_amount() -> None:
         aml.standin.set_status(f"haste-{job_id}", "Running")
         aml.end(job_id)
         cost = aml.runtime.store.get(job_id).cost
-        assert cost is not None and cost.amount is None and cost.reason and "antarctica" in cost.reason
+        assert cost is not None
+        assert cost.amount is None
+        assert cost.reason
+        assert "antarctica" in cost.reason

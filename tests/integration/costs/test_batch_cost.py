@@ -70,11 +70,13 @@ def test_a_batch_task_costs_its_share_of_a_spot_node(batch: tuple[Runtime, Batch
     runtime, service = batch
     service.shape_pool("cpu-pool", vm_size="standard_d4s_v3", slots_per_node=4, low_priority=True)
     job = run(runtime)
-    assert job.cost is not None and job.cost.amount is not None, job.cost
+    assert job.cost is not None
+    assert job.cost.amount is not None, job.cost
     assert job.cost.amount == expected(job, "Standard_D4s_v3", Priority.SPOT, Decimal(1) / 4)
     [attempt] = job.cost.attempts
     assert (attempt.basis, attempt.priority, attempt.region) == (Basis.ATTRIBUTED, Priority.SPOT, REGION)
-    assert attempt.unit_price == Decimal("0.048") and job.cost.attributed
+    assert attempt.unit_price == Decimal("0.048")
+    assert job.cost.attributed
 
 
 def test_a_task_preempted_once_is_billed_for_both_runs(batch: tuple[Runtime, BatchTestService]) -> None:
@@ -82,10 +84,13 @@ def test_a_task_preempted_once_is_billed_for_both_runs(batch: tuple[Runtime, Bat
     service.faults.preempt(1, after_s=1.5)  # long enough for a poll to see the first run
     job = run(runtime)
     assert any("preemption" in event.message for event in job.history)
-    assert job.usage is not None and len(job.usage.runs) == 2, job.usage
-    assert job.cost is not None and len(job.cost.attempts) == 2
+    assert job.usage is not None
+    assert len(job.usage.runs) == 2, job.usage
+    assert job.cost is not None
+    assert len(job.cost.attempts) == 2
     first, second = (run.attempt for run in job.usage.runs)
-    assert first.ended_at <= second.started_at and first.seconds() > 0
+    assert first.ended_at <= second.started_at
+    assert first.seconds() > 0
     assert job.cost.amount == expected(job, "Standard_D2s_v3", Priority.DEDICATED, Decimal(1))
 
 
@@ -93,6 +98,7 @@ def test_an_unknown_vm_size_gives_no_amount_and_says_why(batch: tuple[Runtime, B
     runtime, service = batch
     service.shape_pool("cpu-pool", vm_size="standard_hb120rs_v3")
     job = run(runtime)
-    assert job.cost is not None and job.cost.amount is None
-    assert job.cost.reason and "standard_hb120rs_v3" in job.cost.reason.lower(), job.cost.reason
+    assert job.cost is not None
+    assert job.cost.amount is None
+    assert "standard_hb120rs_v3" in (job.cost.reason or "").lower(), job.cost.reason
     assert job.api_view()["cost"]["amount"] is None

@@ -24,7 +24,8 @@ def test_a_local_job_costs_its_run_time_at_the_configured_rate(make_runtime: Run
     runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
     ended = drive(runtime, job.id)
     assert ended.state is JobState.SUCCEEDED, ended.reason
-    assert ended.cost is not None and ended.usage is not None
+    assert ended.cost is not None
+    assert ended.usage is not None
     [run] = ended.usage.runs
     assert not run.open
     seconds = run.attempt.seconds()
@@ -33,8 +34,9 @@ def test_a_local_job_costs_its_run_time_at_the_configured_rate(make_runtime: Run
     [attempt] = ended.cost.attempts
     assert (attempt.backend, attempt.unit, attempt.unit_price) == ("local", "slot-hour", RATE)
     assert to_cents(ended.cost.amount) == to_cents(seconds / 100)
-    assert "cost" in ended.api_view() and "usage" not in ended.api_view()
-    month = runtime.journal._totals.month("p1", ended.finished_at.strftime("%Y-%m"))  # type: ignore[union-attr]
+    assert "cost" in ended.api_view()
+    assert "usage" not in ended.api_view()
+    month = runtime.journal.totals.month("p1", ended.finished_at.strftime("%Y-%m"))  # type: ignore[union-attr]
     [day] = month.days.values()
     assert (day.amount, day.jobs, day.unpriced, month.counted) == (ended.cost.amount, 1, 0, {job.id})
     assert day.by["backend"] == {"local": ended.cost.amount}

@@ -118,7 +118,7 @@ class JobJournal:
         self._publish = publish
         self._admission = admission
         self._price = price
-        self._totals = totals
+        self.totals = totals
 
     # -- writes --------------------------------------------------------------------------
 
@@ -222,10 +222,10 @@ class JobJournal:
 
     def _counted(self, job: Job) -> bool:
         """Step 1b: add an ended job to its project's totals; False when it could not be (the sweep does)."""
-        if self._totals is None:
+        if self.totals is None:
             return True
         try:
-            self._totals.add(job)
+            self.totals.add(job)
         except (AzureError, ConflictError) as exc:
             log.warning("job %s: not yet in its project's cost totals (%s); the reconciler adds it", job.id, exc)
             return False
