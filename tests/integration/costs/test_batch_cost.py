@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,7 @@ from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.integration.conftest import drive, put_input, request
+from tests.support.processors import ScriptProcessor
 from tests.support.runtime import development_runtime
 
 pytestmark = pytest.mark.azurite
@@ -102,3 +105,52 @@ def test_an_unknown_vm_size_gives_no_amount_and_says_why(batch: tuple[Runtime, B
     assert job.cost.amount is None
     assert "standard_hb120rs_v3" in (job.cost.reason or "").lower(), job.cost.reason
     assert job.api_view()["cost"]["amount"] is None
+
+
+def test_an_auto_job_that_failed_over_sums_both_backends(azurite: Azurite, unique: str, tmp_path: Path) -> None:
+    """It ran on Batch until its node was preempted, found no node again and moved to the local backend."""
+    service = BatchTestService(azurite.connection_string).start()
+    env = {
+        "AzureWebJobsStorage": azurite.connection_string,
+        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        "HASTE_BACKENDS_ENABLED": "azure_batch,local",
+        "HASTE_BACKEND_WEIGHTS": "azure_batch=1000000,local=0.000001",  # Batch first
+        "HASTE_AZURE_BATCH_QUEUE_LIMIT_S": "1",
+        "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
+        "HASTE_LOCAL_PRICE_PER_SLOT_HOUR": "36",
+        **service.settings(("artifacts",)),
+        "BATCH_POOLS": "artifacts=cpu-pool",
+        "BATCH_REGION": REGION,
+    }
+    runtime = development_runtime(load_settings(env), sleep=lambda _: None)
+    runtime.deps.processors["artifacts"] = ScriptProcessor()
+    try:
+        service.faults.preempt(1, after_s=1.0)
+        body = {"workload": "artifacts", "projectId": "p1", "backend": "auto", "parameters": {"sleep": 2}}
+        job = runtime.acceptor.accept(parse_request(body)).job
+        runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+        deadline = time.monotonic() + 30
+        while not (seen := runtime.store.get(job.id)).usage and time.monotonic() < deadline:
+            runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=seen.poll_seq))
+        service.faults.refuse_capacity("cpu-pool", "AccountCoreQuotaReached", "The account has reached its quota.")
+        while (current := runtime.store.get(job.id)).state is not JobState.QUEUED or current.handle is not None:
+            assert time.monotonic() < deadline, current.history
+            runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=current.poll_seq))
+            time.sleep(0.05)
+        runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+        ended = drive(runtime, job.id, timeout=60)
+        assert ended.state is JobState.SUCCEEDED, ended.reason
+        assert ended.backends_left == ["azure_batch"]
+        assert ended.usage is not None
+        assert [run.attempt.backend for run in ended.usage.runs] == ["azure_batch", "local"]
+        batch_run, local_run = (run.attempt for run in ended.usage.runs)
+        price = shipped_table().lookup(REGION, "Standard_D2s_v3", Priority.DEDICATED).per_hour
+        assert price is not None
+        assert ended.cost is not None
+        assert ended.cost.amount == batch_run.seconds() * price / 3600 + local_run.seconds() * 36 / 3600
+    finally:
+        for adapter in runtime.registry.built().values():
+            adapter.close()
+        service.stop()

@@ -72,10 +72,15 @@ def test_a_batch_task_reports_its_latest_run_as_batch_describes_it() -> None:
     usage = task_usage(waiting, shape, "westeurope", T0 + timedelta(minutes=6))
     assert usage is not None
     [run] = usage.runs
-    assert (run.open, run.attempt.seconds(), usage.count) == (False, 300, 2)
+    assert (run.open, run.attempt.seconds(), usage.count) == (False, 300, 1)  # the next run has not begun
     assert (run.attempt.task_slots, run.attempt.task_slots_per_node) == (2, 4)  # type: ignore[union-attr]
-    running = SimpleNamespace(state="running", execution_info=info, required_slots=1)
-    assert task_usage(running, shape, "westeurope", T0 + timedelta(minutes=6)).runs[0].open  # type: ignore[union-attr]
+    again = SimpleNamespace(
+        start_time=T0 + timedelta(minutes=6), requeue_count=1, retry_count=0, last_requeue_time=requeued
+    )
+    running = SimpleNamespace(state="running", execution_info=again, required_slots=1)
+    usage = task_usage(running, shape, "westeurope", T0 + timedelta(minutes=7))
+    assert usage is not None
+    assert (usage.runs[0].open, usage.count, usage.previous_ended_at) == (True, 2, requeued)
     assert task_usage(running, PoolShape("x", 1, None), "westeurope", T0) == Usage(count=2)  # a mixed pool: unseen
 
 
@@ -95,3 +100,11 @@ def test_a_pool_says_its_priority_only_when_its_nodes_are_of_one_kind() -> None:
     assert pool_shape(pool(1, 1)) == PoolShape("standard_d2s_v3", 2, None)
     assert region_of("https://acct.westeurope.batch.azure.com") == "westeurope"
     assert region_of("http://127.0.0.1:8080") == ""
+
+
+def test_the_end_of_the_run_before_closes_a_run_seen_running_and_not_since() -> None:
+    usage = JobUsage().told("azure_batch", Usage(runs=(Run(attempt=batch(0, 60), open=True),), count=1))
+    later = Usage(runs=(Run(attempt=batch(700, 1000)),), count=2, previous_ended_at=T0 + timedelta(seconds=600))
+    usage = usage.told("azure_batch", later)
+    assert [(r.attempt.seconds(), r.open) for r in usage.runs] == [(600, False), (300, False)]
+    assert usage.cost(TABLE).amount == Decimal("0.12") * 900 / 3600

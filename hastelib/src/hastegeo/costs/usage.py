@@ -48,6 +48,9 @@ class Usage(_Model):
 
     runs: tuple[Run, ...] = ()
     count: int | None = Field(None, ge=0, description="Runs the provider counts in all; None: those listed.")
+    previous_ended_at: datetime | None = Field(
+        None, description="When the run before those listed ended (Batch: its last requeue or retry), if known."
+    )
 
     @classmethod
     def ended(cls, *attempts: AnyAttempt) -> Usage:
@@ -92,12 +95,30 @@ class JobUsage(_Model):
 
 
 def merge(known: Sequence[Run], usage: Usage | None) -> list[Run]:
-    """``known`` runs with those of ``usage`` (a later report of a run wins; a closed run is never reopened)."""
+    """``known`` runs with those of ``usage`` (a later report of a run wins; a closed run is never reopened).
+
+    ``usage.previous_ended_at`` closes the latest run still open that started before it and before the
+    runs listed: the run a requeue or a retry ended, seen running and not since.
+    """
     runs = {run.key: run for run in known}
     for run in usage.runs if usage is not None else ():
         before = runs.get(run.key)
         if before is None or before.open or not run.open:
             runs[run.key] = run
+    ended = usage.previous_ended_at if usage is not None else None
+    if ended is not None and usage is not None:
+        first = min((run.attempt.started_at for run in usage.runs), default=ended)
+        backends = {run.attempt.backend for run in usage.runs}
+        earlier = [
+            run
+            for run in runs.values()
+            if run.open
+            and run.attempt.started_at < min(first, ended)
+            and (not backends or run.attempt.backend in backends)
+        ]
+        if earlier:
+            last = max(earlier, key=lambda run: run.attempt.started_at)
+            runs[last.key] = Run(attempt=last.attempt.model_copy(update={"ended_at": ended}))
     return sorted(runs.values(), key=lambda run: run.attempt.started_at)
 
 

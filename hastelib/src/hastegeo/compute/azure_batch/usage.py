@@ -58,20 +58,24 @@ def task_usage(task: Any, shape: PoolShape | None, region: str, now: datetime) -
     start: datetime | None = getattr(info, "start_time", None)
     if start is None:
         return None
-    count = 1 + int(getattr(info, "requeue_count", 0) or 0) + int(getattr(info, "retry_count", 0) or 0)
-    if shape is None or shape.priority is None or not region:
-        return Usage(count=count)
     state = str(getattr(getattr(task, "state", None), "value", getattr(task, "state", "")) or "").lower()
     ends = [t for t in (getattr(info, "last_requeue_time", None), getattr(info, "last_retry_time", None)) if t]
-    if state == "completed":
-        end, still = getattr(info, "end_time", None) or now, False
-    elif state == "running":
-        end, still = max(now, start), True
-    else:  # waiting again: the latest run ended when it was requeued or retried
-        later = [t for t in ends if t >= start]
-        if not later:
-            return Usage(count=count)
-        end, still = max(later), False
+    # Each requeue or retry ended a run. A requeue or retry after the latest start ended the latest run, and
+    # the task has not run since (waiting, or terminated while waiting); else the latest run is its own.
+    ended_runs = int(getattr(info, "requeue_count", 0) or 0) + int(getattr(info, "retry_count", 0) or 0)
+    after = [t for t in ends if t >= start]
+    previous: datetime | None = None
+    if after:
+        end, still, count = max(after), False, ended_runs
+    elif state in ("running", "completed"):
+        count = ended_runs + 1
+        previous = max(ends, default=None)
+        end = (getattr(info, "end_time", None) or now) if state == "completed" else max(now, start)
+        still = state == "running"
+    else:
+        return Usage(count=ended_runs)
+    if shape is None or shape.priority is None or not region:
+        return Usage(count=count)
     slots = int(getattr(task, "required_slots", 1) or 1)
     attempt = BatchAttempt(
         region=region,
@@ -82,4 +86,4 @@ def task_usage(task: Any, shape: PoolShape | None, region: str, now: datetime) -
         started_at=start,
         ended_at=max(end, start),
     )
-    return Usage(runs=(Run(attempt=attempt, open=still),), count=count)
+    return Usage(runs=(Run(attempt=attempt, open=still),), count=count, previous_ended_at=previous)
