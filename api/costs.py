@@ -7,20 +7,28 @@ read, like listing its jobs (``api.access``, ``hastegeo.auth.can_read``).
 
 from __future__ import annotations
 
+import logging
 from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any
 
 import azure.functions as func
 
 from api.access import Denied, caller, require
 from api.problems import json_response, problem
-from hastegeo.auth import can_read
+from hastegeo.auth import Decision, Principal, can_read
 from hastegeo.models.ids import ID_RULE, is_id
-from hastegeo.pipeline.totals import Day
+from hastegeo.pipeline.accept import RequestRejected, decode_body
+from hastegeo.pipeline.totals import Day, month_of
 from hastegeo.runtime import get_runtime
+from hastegeo.utils.errors import ConflictError
+
+log = logging.getLogger(__name__)
 
 ROUTE = "projects/{id}/costs"
+BUDGET_ROUTE = "projects/{id}/budget"
 MAX_DAYS = 366
+MAX_BUDGET = Decimal("1e12")
 
 
 def project_costs(req: func.HttpRequest) -> func.HttpResponse:
@@ -39,7 +47,78 @@ def project_costs(req: func.HttpRequest) -> func.HttpResponse:
         return problem(400, "Invalid date range", errors=errors)
     totals = runtime.api.journal.totals
     currency, days = totals.between(project, start, end) if totals is not None else (None, {})
-    return json_response(costs_view(project, start, end, currency, days))
+    view = costs_view(project, start, end, currency, days)
+    budgets = runtime.api.deps.budgets
+    if budgets is not None and totals is not None and (budget := budgets.budget(project)) is not None:
+        month = totals.month(project, month_of(today))
+        view["budget"] = {
+            "month": month_of(today),
+            "monthly": str(budget),
+            "spent": str(month.total()),
+            "committed": str(month.committed),
+            "action": runtime.settings.costs.budget_action,
+            "reason": budgets.reason(project, totals),
+        }
+    return json_response(view)
+
+
+def set_budget(req: func.HttpRequest) -> func.HttpResponse:
+    """``PUT /api/projects/{id}/budget`` (admins): the project's monthly budget from now on, or the settings' again."""
+    runtime = get_runtime()
+    project = req.route_params.get("id", "")
+    try:
+        principal = caller(req, runtime.settings.auth, BUDGET_ROUTE)
+        if not is_id(project):
+            return problem(400, "Invalid project id", errors=[("id", ID_RULE)])
+        require(admins_only(principal), principal, req, BUDGET_ROUTE, project)
+    except Denied as denied:
+        return denied.response
+    if len(req.get_body()) > runtime.settings.pipeline.max_body_bytes:
+        return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
+    try:
+        body = decode_body(req.get_body())
+    except RequestRejected as exc:
+        return problem(400, exc.title, errors=exc.errors)
+    amount, errors = _amount(body)
+    if errors:
+        return problem(400, "Invalid budget", errors=errors)
+    budgets = runtime.api.deps.budgets
+    if budgets is None or not budgets.active:
+        return problem(409, "Budgets are off", "Set HASTE_BUDGET_ACTION to hold or refuse to keep budgets.")
+    try:
+        now_in_force = budgets.set(project, amount)
+    except ConflictError:
+        return problem(503, "The budgets kept changing; try again", headers={"Retry-After": "1"})
+    log.info("budget of project %s set to %s by %s", project, amount, principal.describe())
+    return json_response(
+        {
+            "projectId": project,
+            "monthlyBudget": None if now_in_force is None else str(now_in_force),
+            "action": runtime.settings.costs.budget_action,
+        }
+    )
+
+
+def admins_only(principal: Principal) -> Decision:
+    return Decision(principal.is_admin, "only an admin can change a project's budget")
+
+
+def _amount(body: Any) -> tuple[Decimal | None, list[tuple[str, str]]]:
+    """``monthlyBudget`` of the body: a decimal string or number of at most 2 places, or null (the settings')."""
+    if not isinstance(body, dict) or set(body) != {"monthlyBudget"}:
+        return None, [("", "an object with exactly one member, monthlyBudget")]
+    value = body["monthlyBudget"]
+    if value is None:
+        return None, []
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None, [("monthlyBudget", 'a decimal string such as "400.00", or null')]
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError:
+        return None, [("monthlyBudget", 'a decimal string such as "400.00", or null')]
+    if not amount.is_finite() or amount < 0 or amount >= MAX_BUDGET or amount.as_tuple().exponent < -2:  # type: ignore[operator]
+        return None, [("monthlyBudget", "an amount from 0 to 999999999999.99, at most 2 decimal places")]
+    return amount, []
 
 
 def costs_view(project: str, start: date, end: date, currency: str | None, days: dict[str, Day]) -> dict[str, Any]:
@@ -121,6 +200,41 @@ def cost_schemas() -> dict[str, Any]:
                 "total": _money("Sum of the amounts in the period (exact; round for display)"),
                 **_COUNTS,
                 "days": {"type": "array", "items": {"$ref": "#/components/schemas/CostDay"}},
+                "budget": {"$ref": "#/components/schemas/ProjectBudgetState"},
+            },
+        },
+        "ProjectBudgetState": {
+            "type": "object",
+            "description": "This month against the project's budget, when it has one (docs/adr/0040).",
+            "required": ["month", "monthly", "spent", "committed", "action", "reason"],
+            "properties": {
+                "month": {"type": "string", "pattern": r"^\d{4}-\d{2}$"},
+                "monthly": _money("The monthly budget"),
+                "spent": _money("What the month's ended jobs cost"),
+                "committed": _money("What its running jobs cost so far (as of the reconciler's last pass)"),
+                "action": {"type": "string", "enum": ["off", "hold", "refuse"]},
+                "reason": {"type": ["string", "null"], "description": "Why new jobs are held or refused, if they are"},
+            },
+        },
+        "ProjectBudgetRequest": {
+            "type": "object",
+            "required": ["monthlyBudget"],
+            "additionalProperties": False,
+            "properties": {
+                "monthlyBudget": {
+                    "type": ["string", "null"],
+                    "pattern": r"^\d{1,12}(\.\d{1,2})?$",
+                    "description": "The monthly budget in the price table's currency; null: the settings' again.",
+                }
+            },
+        },
+        "ProjectBudget": {
+            "type": "object",
+            "required": ["projectId", "monthlyBudget", "action"],
+            "properties": {
+                "projectId": {"type": "string"},
+                "monthlyBudget": {"type": ["string", "null"]},
+                "action": {"type": "string", "enum": ["off", "hold", "refuse"]},
             },
         },
     }
@@ -165,5 +279,28 @@ def cost_paths(
                     **unavailable,
                 },
             }
-        }
+        },
+        "/projects/{id}/budget": {
+            "put": {
+                "operationId": "setProjectBudget",
+                "description": (
+                    "Admins: the project's monthly budget from now on (null: the one HASTE_PROJECT_BUDGETS sets "
+                    "again). At the warning level a com.haste.project.budget event is sent; at 100 % new jobs are "
+                    "held as queued or refused, as HASTE_BUDGET_ACTION says (docs/adr/0040)."
+                ),
+                "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}, principal],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ProjectBudgetRequest"}}},
+                },
+                "responses": {
+                    "200": json_of("The budget in force now", "ProjectBudget"),
+                    "400": problem_of("Not a budget; errors name the field"),
+                    **auth,
+                    "409": problem_of("Budgets are off (HASTE_BUDGET_ACTION=off)"),
+                    "413": problem_of("The body is larger than HASTE_MAX_BODY_BYTES"),
+                    **unavailable,
+                },
+            }
+        },
     }

@@ -296,6 +296,14 @@ def project_costs(req: func.HttpRequest) -> func.HttpResponse:
     return costs.project_costs(req)
 
 
+@bp.route(route="projects/{id}/budget", methods=["PUT"])
+@traced("PUT", "projects/{id}/budget")
+@storage_guarded
+def set_project_budget(req: func.HttpRequest) -> func.HttpResponse:
+    """An admin sets a project's monthly budget (``api.costs``)."""
+    return costs.set_budget(req)
+
+
 @bp.route(route="health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
 def health(req: func.HttpRequest) -> func.HttpResponse:
     from hastegeo import __version__

@@ -35,6 +35,7 @@ from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.admission import Admission, limits_of
 from hastegeo.pipeline.admission.board import CapacityBoard
 from hastegeo.pipeline.admission.book import AdmissionBook
+from hastegeo.pipeline.budget import Budgets
 from hastegeo.pipeline.cancel import CancelStep
 from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.deps import PipelineDeps
@@ -290,14 +291,17 @@ def build_pipeline(
     admission = Admission(AdmissionBook(jobs), limits_of(settings), queues, clock)  # ADR 0032
     seats = admission if admission.active else None
     store = JobStore(jobs, read_deadline_s=read_deadline_s)
+    publisher = EventPublisher(queues, topic)
+    prices = pricer(settings, blobs)  # docs/adr/0038
+    budgets = Budgets(jobs, settings.costs, clock=clock, currency=prices.currency, send=publisher.send)  # ADR 0040
     journal = JobJournal(
         store,
         clock=clock,
         history_limit=settings.pipeline.history_limit,
-        publish=EventPublisher(queues, topic),
+        publish=publisher,
         admission=seats,
-        price=pricer(settings, blobs).cost,  # docs/adr/0038
-        totals=CostTotals(jobs),
+        price=prices.cost,
+        totals=CostTotals(jobs, budget_of=budgets.budget, levels=budgets.levels, crossed=budgets.crossed),
     )
     deps = PipelineDeps(
         settings=settings,
@@ -310,6 +314,8 @@ def build_pipeline(
         processors=processors(),
         clock=clock,
         admission=seats,
+        budgets=budgets,
+        pricer=prices,
     )
     acceptor = JobAcceptor(deps)
     submit = SubmitStep(deps)

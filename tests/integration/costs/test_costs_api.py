@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.costs.attribution import Cost
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.runtime import get_runtime
-from tests.integration.test_api import call
+from tests.integration.test_api import CALLER, call
 
 pytestmark = pytest.mark.azurite
 
@@ -90,3 +91,49 @@ def test_a_bad_range_is_a_400_naming_the_field(query: str, field: str) -> None:
 def test_another_projects_costs_are_forbidden() -> None:
     status, _ = costs("p2")
     assert status == 403
+
+
+ADMIN = encode_principal(Principal("root@example.com", "oid-root", frozenset({Role.ADMIN}), frozenset()))
+
+
+def put_budget(project: str, body: object, principal: str = ADMIN) -> tuple[int, Any]:
+    url = f"http://localhost/api/projects/{project}/budget"
+    headers = {PRINCIPAL_HEADER: principal}
+    status, answer, _ = call("set_project_budget", "PUT", url, body, route_params={"id": project}, headers=headers)
+    return status, answer
+
+
+def test_an_admin_changes_a_budget_at_run_time(api_settings: Callable[..., None]) -> None:
+    api_settings(HASTE_BUDGET_ACTION="hold", HASTE_PROJECT_BUDGETS="p1=400")
+    budgets = get_runtime().api.deps.budgets
+    assert budgets is not None
+    assert budgets.budget("p1") == Decimal(400)
+    assert put_budget("p1", {"monthlyBudget": "412.50"}) == (
+        200,
+        {"projectId": "p1", "monthlyBudget": "412.50", "action": "hold"},
+    )
+    assert budgets.budget("p1") == Decimal("412.50")
+    status, body = costs("p1")
+    assert status == 200
+    assert body["budget"]["monthly"] == "412.50"
+    assert body["budget"]["reason"] is None
+    assert put_budget("p1", {"monthlyBudget": None})[1]["monthlyBudget"] == "400"  # the settings' again
+    status, _ = put_budget("p1", {"monthlyBudget": "5"}, principal=CALLER)  # a submitter may not
+    assert status == 403
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"monthlyBudget": "-1"}, "monthlyBudget"), ({"monthlyBudget": "1.005"}, "monthlyBudget"),
+     ({"monthlyBudget": True}, "monthlyBudget"), ({"budget": "1"}, ""), ({"monthlyBudget": "NaN"}, "monthlyBudget")],
+)  # fmt: skip
+def test_a_bad_budget_is_a_400_naming_the_field(api_settings: Callable[..., None], body: object, field: str) -> None:
+    api_settings(HASTE_BUDGET_ACTION="refuse")
+    status, answer = put_budget("p1", body)
+    assert status == 400, answer
+    assert [error["field"] for error in answer["errors"]] == [field]
+
+
+def test_budgets_that_are_off_cannot_be_set(api_settings: Callable[..., None]) -> None:
+    api_settings()
+    assert put_budget("p1", {"monthlyBudget": "10"})[0] == 409

@@ -46,6 +46,13 @@ class Pricer:
                 self._table = load_table(self._location, self._read_blob)
             return self._table
 
+    def currency(self) -> str:
+        """The table's currency (USD, Azure's reference, when the table cannot be read)."""
+        try:
+            return self.table().currency
+        except PriceTableError:
+            return "USD"
+
     def cost(self, usage: JobUsage | None) -> Cost:
         """What a job that ran ``usage`` cost (a job that never ran costs 0 in the table's currency)."""
         try:

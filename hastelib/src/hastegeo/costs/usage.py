@@ -89,6 +89,16 @@ class JobUsage(_Model):
             if count > described.get(name, 0)
         }
 
+    def so_far(self, now: datetime) -> JobUsage:
+        """These runs with each one still going ended ``now``: what a running job has cost so far."""
+        runs = tuple(
+            Run(attempt=run.attempt.model_copy(update={"ended_at": max(run.attempt.ended_at, now)}))
+            if run.open
+            else run
+            for run in self.runs
+        )
+        return JobUsage(runs=runs)
+
     def cost(self, table: PriceTable, *, local_rate: Decimal = Decimal(0)) -> Cost:
         """The job's cost (see :func:`usage_cost`)."""
         return usage_cost(self.runs, table, unseen=self.unseen(), local_rate=local_rate)

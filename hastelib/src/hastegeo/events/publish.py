@@ -34,7 +34,10 @@ class EventPublisher:
         self._topic = topic
 
     def __call__(self, job: Job, changes: list[StateChange]) -> None:
-        events = [cloudevent.build(job, change) for change in changes]
+        self.send([cloudevent.build(job, change) for change in changes])
+
+    def send(self, events: list[dict[str, object]]) -> None:
+        """Send CloudEvents as they are (a project's budget event, say): the queue, then the topic."""
         queue = self._queues.client(EVENTS_QUEUE)
         for event in events:
             queue.send_message(json.dumps(event, separators=(",", ":")))

@@ -87,6 +87,22 @@ class Month:
     currency: str | None = None
     days: dict[str, Day] = field(default_factory=dict)
     counted: set[str] = field(default_factory=set)
+    # The running jobs' expected cost so far, as the reconciler's last pass priced them (hastegeo.pipeline.budget).
+    committed: Decimal = Decimal(0)
+    warned: set[int] = field(default_factory=set)  # budget levels (percent) whose event was sent this month
+
+    def spent(self) -> Decimal:
+        """What the month's ended jobs cost, and its running jobs so far: what a budget is held to."""
+        return self.total() + self.committed
+
+    def crossing(self, budget: Decimal | None, levels: tuple[int, ...]) -> list[int]:
+        """The ``levels`` (percent of ``budget``) reached and not yet warned of: marked warned, to be sent."""
+        if budget is None:
+            return []
+        spent = self.spent()
+        new = [level for level in levels if level not in self.warned and spent * 100 >= budget * level]
+        self.warned.update(new)
+        return new
 
     def add(self, job: Job) -> bool:
         """Count ``job`` (ended, with its cost) once; False when it was counted already."""
@@ -111,6 +127,8 @@ class Month:
             "currency": self.currency,
             "days": {day: value.view() for day, value in sorted(self.days.items())},
             "counted": sorted(self.counted),
+            "committed": str(self.committed),
+            "warned": sorted(self.warned),
         }
         return json.dumps(body, separators=(",", ":")).encode()
 
@@ -121,6 +139,8 @@ class Month:
             currency=body.get("currency"),
             days={day: Day.load(value) for day, value in body.get("days", {}).items()},
             counted=set(body.get("counted", [])),
+            committed=Decimal(body.get("committed", "0")),
+            warned={int(level) for level in body.get("warned", [])},
         )
 
 
@@ -137,10 +157,29 @@ def months_between(start: date, end: date) -> list[str]:
     return months
 
 
+# A budget level a month's spending reached: (project, month, level in percent, the month as written).
+Crossed = Callable[[str, str, int, Month], None]
+# A project's monthly budget (None: none), and the levels (percent) its warnings are sent at.
+BudgetOf = Callable[[str], Decimal | None]
+
+
 class CostTotals:
-    def __init__(self, container: ContainerClient, max_attempts: int = MAX_ATTEMPTS) -> None:
+    def __init__(
+        self,
+        container: ContainerClient,
+        max_attempts: int = MAX_ATTEMPTS,
+        *,
+        budget_of: BudgetOf | None = None,
+        levels: tuple[int, ...] = (),
+        crossed: Crossed | None = None,
+    ) -> None:
+        """``budget_of``, ``levels`` and ``crossed``: a write that takes a project's month to a level of its
+        budget marks it warned in that write, then tells ``crossed`` (once per level and month)."""
         self._container = container
         self._max_attempts = max_attempts
+        self._budget_of = budget_of
+        self._levels = levels
+        self._crossed = crossed
 
     def add(self, job: Job) -> bool:
         """Add an ended job to its project's month (once); True when this call added it.
@@ -151,11 +190,28 @@ class CostTotals:
         """
         if job.finished_at is None or not job.state.terminal:
             return False
-        blob = self._blob(job.project_id, month_of(job.finished_at.date()))
+        return self.change(job.project_id, month_of(job.finished_at.date()), lambda month: month.add(job))
+
+    def commit(self, project: str, month: str, committed: Decimal) -> bool:
+        """Record the project's running jobs' expected cost so far (the reconciler's pass); True when it changed."""
+
+        def change(current: Month) -> bool:
+            if current.committed == committed:
+                return False
+            current.committed = committed
+            return True
+
+        return self.change(project, month, change)
+
+    def change(self, project: str, name: str, change: Callable[[Month], bool]) -> bool:
+        """Apply ``change`` (False: nothing to write) to the project's month by ETag; True when it wrote."""
+        blob = self._blob(project, name)
+        budget = self._budget_of(project) if self._budget_of is not None and self._levels else None
         for _ in range(self._max_attempts):
             month, etag = self._read(blob)
-            if not month.add(job):
+            if not change(month):
                 return False
+            reached = month.crossing(budget, self._levels)
             condition = (
                 {"etag": etag, "match_condition": MatchConditions.IfNotModified}
                 if etag
@@ -165,8 +221,11 @@ class CostTotals:
                 blob.upload_blob(month.dump(), overwrite=True, content_settings=_JSON, **condition)
             except (ResourceModifiedError, ResourceExistsError):
                 continue
+            for level in reached:  # marked in the write above: told once (a crash here loses the warning)
+                if self._crossed is not None:
+                    self._crossed(project, name, level, month)
             return True
-        raise ConflictError(f"The cost totals of project {job.project_id} changed too often to update; try again")
+        raise ConflictError(f"The cost totals of project {project} changed too often to update; try again")
 
     def month(self, project: str, month: str) -> Month:
         """The project's totals for ``month`` (``yyyy-mm``): one read."""
