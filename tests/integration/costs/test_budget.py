@@ -129,3 +129,29 @@ def test_a_budget_reached_refuses_the_jobs_after_it_when_the_operator_says_so(tm
         assert all(job.state in (JobState.SUCCEEDED, JobState.FAILED) for job in jobs)
         for job in refused:
             assert REASON.match(job.reason or ""), job.reason
+
+
+def test_the_reconciler_commits_what_running_jobs_cost_so_far(tmp_path: Path) -> None:
+    with burst_runtime(tmp_path, "hold") as (runtime, _queues):
+        body = {"workload": "artifacts", "projectId": "p1", "parameters": {"sleep": 4}}
+        job = runtime.acceptor.accept(parse_request(body)).job
+        runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+        deadline = time.monotonic() + 30
+        while not (seen := runtime.store.get(job.id)).usage:
+            assert time.monotonic() < deadline
+            runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=seen.poll_seq))
+            time.sleep(0.05)
+        time.sleep(3.2)  # 3 s at a cent a second: the budget (0.03) reached while it runs
+        runtime.reconcile.run()
+        totals = runtime.journal.totals
+        assert totals is not None
+        month = totals.month("p1", month_of(runtime.deps.clock().date()))
+        assert month.total() == 0
+        assert month.committed >= BUDGET
+        assert runtime.deps.budgets is not None
+        reason = runtime.deps.budgets.reason("p1", totals)
+        assert reason is not None
+        assert REASON.match(reason)
+        later = runtime.acceptor.accept(parse_request(body)).job
+        runtime.submit.handle(JobMessage(job_id=later.id, kind="submit"))  # held by what is running
+        assert runtime.store.get(later.id).waiting_for_compute == reason
