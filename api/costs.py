@@ -8,6 +8,7 @@ read, like listing its jobs (``api.access``, ``hastegeo.auth.can_read``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
@@ -34,13 +35,9 @@ MAX_BUDGET = Decimal("1e12")
 def project_costs(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()
     project = req.route_params.get("id", "")
-    try:
-        principal = caller(req, runtime.settings.auth, ROUTE)
-        if not is_id(project):
-            return problem(400, "Invalid project id", errors=[("id", ID_RULE)])
-        require(can_read(principal, project), principal, req, ROUTE, project)
-    except Denied as denied:
-        return denied.response
+    allowed = _project_caller(req, ROUTE, project, can_read)
+    if isinstance(allowed, func.HttpResponse):
+        return allowed
     today = runtime.deps.clock().date()
     start, end, errors = _range(req.params.get("from"), req.params.get("to"), today)
     if errors or start is None or end is None:
@@ -66,13 +63,9 @@ def set_budget(req: func.HttpRequest) -> func.HttpResponse:
     """``PUT /api/projects/{id}/budget`` (admins): the project's monthly budget from now on, or the settings' again."""
     runtime = get_runtime()
     project = req.route_params.get("id", "")
-    try:
-        principal = caller(req, runtime.settings.auth, BUDGET_ROUTE)
-        if not is_id(project):
-            return problem(400, "Invalid project id", errors=[("id", ID_RULE)])
-        require(admins_only(principal), principal, req, BUDGET_ROUTE, project)
-    except Denied as denied:
-        return denied.response
+    principal = _project_caller(req, BUDGET_ROUTE, project, lambda principal, _project: admins_only(principal))
+    if isinstance(principal, func.HttpResponse):
+        return principal
     if len(req.get_body()) > runtime.settings.pipeline.max_body_bytes:
         return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
     try:
@@ -97,6 +90,20 @@ def set_budget(req: func.HttpRequest) -> func.HttpResponse:
             "action": runtime.settings.costs.budget_action,
         }
     )
+
+
+def _project_caller(
+    req: func.HttpRequest, route: str, project: str, decide: Callable[[Principal, str], Decision]
+) -> Principal | func.HttpResponse:
+    """The caller, when ``decide`` lets them at ``project``; else the answer (401, 403, or 400 naming ``id``)."""
+    try:
+        principal = caller(req, get_runtime().settings.auth, route)
+        if not is_id(project):
+            return problem(400, "Invalid project id", errors=[("id", ID_RULE)])
+        require(decide(principal, project), principal, req, route, project)
+    except Denied as denied:
+        return denied.response
+    return principal
 
 
 def admins_only(principal: Principal) -> Decision:

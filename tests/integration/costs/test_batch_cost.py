@@ -27,24 +27,25 @@ pytestmark = pytest.mark.azurite
 REGION = "westeurope"
 
 
-@pytest.fixture
-def batch(azurite: Azurite, unique: str) -> Iterator[tuple[Runtime, BatchTestService]]:
-    service = BatchTestService(azurite.connection_string).start()
-    env = {
+def batch_env(azurite: Azurite, unique: str, service: BatchTestService, **extra: str) -> dict[str, str]:
+    """The pipeline on the Batch test service, priced in :data:`REGION`, in containers of its own."""
+    return {
         "AzureWebJobsStorage": azurite.connection_string,
         "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
         "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
         "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
         "HASTE_BACKENDS_ENABLED": "azure_batch",
-        "BATCH_ACCOUNT_URL": service.url,
-        "BATCH_REGION": REGION,
-        "BATCH_AUTH_MODE": "shared_key",
-        "BATCH_ACCOUNT_NAME": service.account_name,
-        "BATCH_ACCOUNT_KEY": service.account_key,
+        **service.settings(("artifacts",)),
         "BATCH_POOLS": "artifacts=cpu-pool",
-        "BATCH_IMAGES": "artifacts=haste/geo:1",
-        "BATCH_IDENTITY_RESOURCE_ID": "/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/x",
+        "BATCH_REGION": REGION,
+        **extra,
     }
+
+
+@pytest.fixture
+def batch(azurite: Azurite, unique: str) -> Iterator[tuple[Runtime, BatchTestService]]:
+    service = BatchTestService(azurite.connection_string).start()
+    env = batch_env(azurite, unique, service)
     runtime = development_runtime(load_settings(env), sleep=lambda _: None)
     put_input(runtime, "p1/a.txt", b"alpha")
     yield runtime, service
@@ -110,20 +111,16 @@ def test_an_unknown_vm_size_gives_no_amount_and_says_why(batch: tuple[Runtime, B
 def test_an_auto_job_that_failed_over_sums_both_backends(azurite: Azurite, unique: str, tmp_path: Path) -> None:
     """It ran on Batch until its node was preempted, found no node again and moved to the local backend."""
     service = BatchTestService(azurite.connection_string).start()
-    env = {
-        "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-        "HASTE_BACKENDS_ENABLED": "azure_batch,local",
-        "HASTE_BACKEND_WEIGHTS": "azure_batch=1000000,local=0.000001",  # Batch first
-        "HASTE_AZURE_BATCH_QUEUE_LIMIT_S": "1",
-        "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
-        "HASTE_LOCAL_PRICE_PER_SLOT_HOUR": "36",
-        **service.settings(("artifacts",)),
-        "BATCH_POOLS": "artifacts=cpu-pool",
-        "BATCH_REGION": REGION,
-    }
+    env = batch_env(
+        azurite,
+        unique,
+        service,
+        HASTE_BACKENDS_ENABLED="azure_batch,local",
+        HASTE_BACKEND_WEIGHTS="azure_batch=1000000,local=0.000001",  # Batch first
+        HASTE_AZURE_BATCH_QUEUE_LIMIT_S="1",
+        HASTE_LOCAL_ROOT=str(tmp_path / "local"),
+        HASTE_LOCAL_PRICE_PER_SLOT_HOUR="36",
+    )
     runtime = development_runtime(load_settings(env), sleep=lambda _: None)
     runtime.deps.processors["artifacts"] = ScriptProcessor()
     try:

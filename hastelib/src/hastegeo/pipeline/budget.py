@@ -21,7 +21,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -55,7 +55,7 @@ def budget_event(
         "source": f"/haste-compute/projects/{project}",
         "type": EVENT_TYPE,
         "subject": f"budget/{month}",
-        "time": datetime.now().astimezone().isoformat(),
+        "time": datetime.now(UTC).isoformat(),
         "datacontenttype": "application/json",
         "data": {
             "version": 1,
