@@ -41,8 +41,8 @@ OVERRIDES = f"{PREFIX}/budgets.json"
 CACHE_S = 60.0
 EVENT_TYPE = "com.haste.project.budget"
 _JSON = ContentSettings(content_type="application/json")
-# States in which a job's compute may be running: its cost so far is committed.
-RUNNING = frozenset({JobState.SUBMITTING, JobState.RUNNING, JobState.CANCEL_REQUESTED})
+# States in which a job's compute runs or ran and its cost is not in the totals yet: it is committed.
+RUNNING = frozenset({JobState.SUBMITTING, JobState.RUNNING, JobState.CANCEL_REQUESTED, JobState.POSTPROCESSING})
 
 
 def budget_event(
