@@ -15,6 +15,7 @@ import logging
 
 import azure.functions as func
 
+from api import costs
 from api.access import Denied, caller, job_not_found, require, submitter_of
 from api.group_routes import list_group_jobs
 from api.openapi import openapi_document
@@ -289,6 +290,21 @@ def list_backends(req: func.HttpRequest) -> func.HttpResponse:
             ],
         }
     )
+
+
+@bp.route(route="projects/{id}/costs", methods=["GET"])
+@storage_guarded
+def project_costs(req: func.HttpRequest) -> func.HttpResponse:
+    """What a project's jobs cost (``api.costs``)."""
+    return costs.project_costs(req)
+
+
+@bp.route(route="projects/{id}/budget", methods=["PUT"])
+@traced("PUT", "projects/{id}/budget")
+@storage_guarded
+def set_project_budget(req: func.HttpRequest) -> func.HttpResponse:
+    """An admin sets a project's monthly budget (``api.costs``)."""
+    return costs.set_budget(req)
 
 
 @bp.route(route="health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)

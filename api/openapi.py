@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from api.console_policy import openapi_paths as console_paths
+from api.costs import cost_paths, cost_schemas
 from api.openapi_groups import group_paths, group_schemas
 from api.openapi_names import name_every_object
 from hastegeo import __version__
@@ -217,6 +218,7 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
+    schemas.update(cost_schemas())
     schemas["JobPage"] = {
         "type": "object",
         "required": ["items", "continuationToken"],
@@ -525,6 +527,7 @@ def openapi_document() -> dict[str, Any]:
             },
             **group_paths(_PRINCIPAL, _AUTH_RESPONSES),
             **console_paths(),
+            **cost_paths(_PRINCIPAL, _AUTH_RESPONSES, _UNAVAILABLE, _problem, _json),
         },
     }
     _json_only(document["paths"])

@@ -7,6 +7,7 @@
 import { loadSettings } from "./api.js";
 import { h } from "./dom.js";
 import { submitPage } from "./form.js";
+import { costsPage } from "./costs.js";
 import { backendsPage, jobPage, jobsPage } from "./pages.js";
 
 const main = document.getElementById("main");
@@ -61,6 +62,7 @@ async function route() {
     if (section === "job") await jobPage(view, decodeURIComponent(path.split("/")[2] || ""), ctx);
     else if (section === "submit") await submitPage(view, { workload: query.get("workload"), project: query.get("project"), inputJob: query.get("inputJob") }, navigate);
     else if (section === "backends") await backendsPage(view);
+    else if (section === "costs") await costsPage(view, query, ctx);
     else await jobsPage(view, query, ctx);
   } catch (error) {
     view.replaceChildren(h("h1", { text: "Something went wrong" }), h("p", { class: "problem", role: "alert", text: String(error.message || error) }));

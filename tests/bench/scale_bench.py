@@ -8,7 +8,9 @@ and median of ``--repeat`` runs, through the real store and reconciler against A
 - the first page of the project's jobs (what ``GET /api/jobs?projectId=`` reads);
 - the first page filtered by ``state=running`` (the running jobs are the oldest, so a
   store that walked history would read every finished job first);
-- one read of a job.
+- one read of a job;
+- the project's costs for a month (what ``GET /api/projects/{id}/costs`` reads: the running totals,
+  seeded as the journal keeps them for every finished job, docs/adr/0040).
 
 It prints the storage calls each operation made (counted at the azure-core
 transport, :mod:`tests.bench.storage_calls`) and the ratio largest/smallest size
@@ -42,6 +44,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,8 @@ from hastegeo.models.job import Job
 from hastegeo.models.moves import record
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.totals import PREFIX as TOTALS_PREFIX
+from hastegeo.pipeline.totals import Day, Month, month_of
 from hastegeo.runtime import Runtime
 from hastegeo.settings import load_settings
 from hastegeo.store import due, index
@@ -97,10 +102,24 @@ def stored_blobs(job: Job) -> Iterator[tuple[str, bytes, dict[str, str], str]]:
         yield name, b"", {}, "application/octet-stream"
 
 
-def finished_blobs(count: int, start: int) -> Iterator[tuple[str, bytes, dict[str, str], str]]:
-    """What the store holds for ``count`` succeeded jobs, newer than the running ones."""
+def finished_blobs(
+    count: int, start: int, ids: list[str] | None = None
+) -> Iterator[tuple[str, bytes, dict[str, str], str]]:
+    """What the store holds for ``count`` succeeded jobs, newer than the running ones (their ids go to ``ids``)."""
     for i in range(start, start + count):
-        yield from stored_blobs(job_at(T0 + timedelta(days=1, milliseconds=i), JobState.SUCCEEDED))
+        job = job_at(T0 + timedelta(days=1, milliseconds=i), JobState.SUCCEEDED)
+        if ids is not None:
+            ids.append(job.id)
+        yield from stored_blobs(job)
+
+
+def seed_totals(runtime: Runtime, ids: list[str]) -> None:
+    """The project's cost totals as the journal keeps them once ``ids`` ended (a cent each, on the seeded day)."""
+    day = Day(amount=Decimal("0.01") * len(ids), jobs=len(ids))
+    day.by["backend"]["local"] = day.amount
+    month = Month(currency="USD", days={(T0 + timedelta(days=1)).date().isoformat(): day}, counted=set(ids))
+    container = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
+    container.upload_blob(f"{TOTALS_PREFIX}/{PROJECT}/{month_of(T0.date())}.json", month.dump(), overwrite=True)
 
 
 def steady(job: Job, now: datetime) -> Job:
@@ -142,6 +161,7 @@ def measure(runtime: Runtime, azurite: Azurite, probe: str, repeat: int) -> dict
         "first page": timed(lambda: store.list(PROJECT), repeat, at),
         "first page, state=running": timed(lambda: store.list(PROJECT, states=running), repeat, at),
         "one read": timed(lambda: store.get(probe), repeat, at),
+        "project costs, a month": timed(lambda: costs_of_month(runtime), repeat, at),
     }
     page = store.list(PROJECT, states=running)
     if len(page.jobs) != RUNNING or any(job.state is not JobState.RUNNING for job in page.jobs):
@@ -149,6 +169,14 @@ def measure(runtime: Runtime, azurite: Azurite, probe: str, repeat: int) -> dict
     if len(runtime.store.active()) != RUNNING:
         raise AssertionError("the active index does not hold exactly the running jobs")
     return results
+
+
+def costs_of_month(runtime: Runtime) -> int:
+    """What ``GET /api/projects/{id}/costs`` reads for the seeded month: the jobs it counts."""
+    totals = runtime.journal.totals
+    assert totals is not None
+    _currency, days = totals.between(PROJECT, T0.date(), T0.date() + timedelta(days=30))
+    return sum(day.jobs for day in days.values())
 
 
 def start(location: Path) -> tuple[Azurite, Runtime]:
@@ -173,12 +201,16 @@ def run(sizes: list[int], repeat: int, workdir: Path) -> dict[int, dict[str, tup
             runtime.journal.update(job.id, lambda j: steady(j, datetime.now(UTC)))  # its chain is live
         runtime.store.backfill_index()  # a new store: nothing to index (marks it so the timed passes skip it)
         seeded = 0
+        finished: list[str] = []
         for size in sizes:
             azurite.stop()
             started = time.perf_counter()
             container = runtime.settings.storage.jobs_container
-            append_blobs(location, container, finished_blobs(size - seeded, seeded))
+            append_blobs(location, container, finished_blobs(size - seeded, seeded, finished))
             azurite, runtime = start(location)
+            seed_totals(runtime, finished)
+            if costs_of_month(runtime) != size:
+                raise AssertionError("the project's cost totals do not count the finished jobs")
             spent = time.perf_counter() - started
             print(f"seeded {size - seeded} finished jobs in {spent:.1f}s (written beside a stopped Azurite, restarted)")
             seeded = size

@@ -44,6 +44,7 @@ pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     workdir = tmp_path_factory.mktemp("console-stack")
     settings = {"HASTE_POLL_INITIAL_S": "0.5", "HASTE_POLL_MAX_S": "1", "HASTE_LOCAL_SLOTS": "2"}
+    settings["HASTE_LOCAL_PRICE_PER_SLOT_HOUR"] = "36"  # local jobs cost something: the costs page has bars
     with LocalStack(workdir, settings=settings) as stack:
         yield stack
 

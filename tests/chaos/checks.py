@@ -50,3 +50,22 @@ def assert_clean(outcome: Outcome) -> None:
     assert outcome.duplicates == 0, outcome.notes
     assert outcome.lost_events == 0, outcome.notes
     assert outcome.leaks == 0, outcome
+
+
+def assert_costs_counted_once(runtime: Any, ids: list[str], project: str = "p1") -> None:
+    """The project's running cost totals hold each job once, and sum to the jobs' own costs (docs/adr/0042)."""
+    from decimal import Decimal
+
+    from hastegeo.pipeline.totals import months_between
+
+    jobs = [runtime.store.get(job_id) for job_id in ids]
+    days = [job.finished_at.date() for job in jobs]
+    totals = runtime.journal.totals
+    months = [totals.month(project, name) for name in months_between(min(days), max(days))]
+    counted = [job_id for month in months for job_id in month.counted]
+    assert sorted(counted) == sorted(ids), "a job counted twice, or missed"
+    assert sum(day.jobs for month in months for day in month.days.values()) == len(ids)
+    amounts = [job.cost.amount for job in jobs]
+    assert None not in amounts, [job.cost for job in jobs]
+    assert sum((month.total() for month in months), Decimal(0)) == sum(amounts, Decimal(0))
+    assert sum(amounts, Decimal(0)) > 0

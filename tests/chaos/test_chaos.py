@@ -28,7 +28,7 @@ from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.support.runtime import development_runtime
 
 from . import ground_truth
-from .checks import assert_clean, check_jobs
+from .checks import assert_clean, assert_costs_counted_once, check_jobs
 from .conftest import CHAOS_JOBS, Outcome
 from .delivery import twice_shuffled
 from .ground_truth import Scene, starts_env
@@ -81,6 +81,7 @@ def test_every_message_delivered_twice_and_out_of_order(
         "HASTE_LOCAL_SLOTS": "4",
         "HASTE_POLL_INITIAL_S": "1",
         "HASTE_POLL_MAX_S": "1",
+        "HASTE_LOCAL_PRICE_PER_SLOT_HOUR": "36",  # a cent a second: totals to check
     }
     runtime = development_runtime(load_settings(env))
     for queue in (SUBMIT_QUEUE, POLL_QUEUE):
@@ -93,6 +94,7 @@ def test_every_message_delivered_twice_and_out_of_order(
         check_jobs(outcome, [api_view(runtime, i) for i in ids], tmp_path / "local")
         # The messages still due (duplicates the doubled deliveries sent) go through the same rounds.
         ground_truth.check(outcome, delivery_scene(runtime, own_azurite, tmp_path, delivery.round))
+        assert_costs_counted_once(runtime, ids)
     for adapter in runtime.registry.built().values():
         adapter.close()
     assert outcome.succeeded == len(ids), outcome.notes

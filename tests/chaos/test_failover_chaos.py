@@ -17,7 +17,7 @@ from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.support.runtime import development_runtime
 
 from . import ground_truth
-from .checks import assert_clean, check_jobs
+from .checks import assert_clean, assert_costs_counted_once, check_jobs
 from .conftest import CHAOS_JOBS, Outcome
 from .delivery import twice_shuffled
 from .ground_truth import starts_env
@@ -48,6 +48,7 @@ def test_failover_with_every_message_delivered_twice(
         "HASTE_BACKEND_WEIGHTS": "azure_batch=1000000,local=0.000001",  # Batch first for every job
         "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
         "HASTE_LOCAL_SLOTS": "4",
+        "HASTE_LOCAL_PRICE_PER_SLOT_HOUR": "36",  # a cent a second: totals to check
         "HASTE_POLL_INITIAL_S": "1",
         "HASTE_POLL_MAX_S": "1",
         **service.settings(("artifacts",)),
@@ -66,6 +67,7 @@ def test_failover_with_every_message_delivered_twice(
             check_jobs(outcome, [job.api_view() for job in finals], tmp_path / "local")
             # The messages still due (duplicates the doubled deliveries sent) go through the same rounds.
             ground_truth.check(outcome, delivery_scene(runtime, azurite, tmp_path, delivery.round, batch=service))
+            assert_costs_counted_once(runtime, ids)
         assert outcome.succeeded == len(ids), outcome.notes
         assert_clean(outcome)
         for job in finals:

@@ -40,8 +40,15 @@ def test_the_bench_reports_every_operation_with_its_storage_calls(tmp_path: Path
     results = scale_bench.run([20, 60], repeat=2, workdir=tmp_path)  # calls are those of the last run
     assert sorted(results) == [20, 60]
     for size in results.values():
-        assert set(size) == {"reconciler pass", "first page", "first page, state=running", "one read"}
+        assert set(size) == {
+            "reconciler pass",
+            "first page",
+            "first page, state=running",
+            "one read",
+            "project costs, a month",
+        }
         assert size["one read"][2] == 1
+        assert size["project costs, a month"][2] == 1  # one month: one read of its totals
         # Steady state (a poll due time ahead, each job in the due index): the due listing finds nothing due,
         # the census lists a page of active and of due entries and reads no job (each has its entry), then the
         # capacity board is read and written once (ADR 0023, ADR 0041), and the open groups listed once

@@ -75,6 +75,15 @@ def test_every_state_change_of_a_job_is_one_cloudevent_in_order(make_runtime: Ru
     assert (data["projectId"], data["backend"], data["workload"]) == ("p1", "local", "artifacts")
     assert (data["correlationId"], data["idempotencyKey"]) == ("order-4711", "key-1")
     assert (data["state"], data["outputCount"]) == ("succeeded", len(stored.outputs))
+    # The terminal event carries the job's cost (the local default rate: 0, and said so on the job).
+    assert stored.cost is not None
+    assert data["cost"] == {
+        "amount": "0",
+        "currency": "USD",
+        "reason": None,
+        "attributed": False,
+    }
+    assert "not measured" in (stored.cost.attempts[0].note or "")
     # The job ended with its events out: the reconciler's sweep has nothing left of it.
     assert runtime.journal.sweep() == []
 

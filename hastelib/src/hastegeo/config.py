@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -237,6 +237,37 @@ class CostSettings(Section):
         description="What one slot-hour of the local backend costs, in the price table's currency "
         "(default 0: local jobs are reported as costing nothing, and say so).",
     )
+
+    budget_action: Literal["off", "hold", "refuse"] = Field(
+        "off",
+        alias="HASTE_BUDGET_ACTION",
+        description="What a project's monthly budget does once spent (with its running jobs' cost so far): hold "
+        "(new jobs wait as queued, saying why), refuse (new jobs fail, saying why), or off (budgets are not read).",
+    )
+    project_budgets: CsvMap = Field(
+        {},
+        alias="HASTE_PROJECT_BUDGETS",
+        description="Monthly budget per project in the price table's currency, e.g. p1=400,p2=1250.50; an admin "
+        "can change one at run time (PUT /api/projects/{id}/budget).",
+    )
+    budget_warn_percent: int = Field(
+        80,
+        alias="HASTE_BUDGET_WARN_PERCENT",
+        ge=1,
+        le=99,
+        description="Share of a budget at which the com.haste.project.budget warning is sent (once a month).",
+    )
+
+    @field_validator("project_budgets")
+    @classmethod
+    def _amounts(cls, value: dict[str, str]) -> dict[str, str]:
+        for project, amount in value.items():
+            try:
+                if Decimal(amount) < 0 or not Decimal(amount).is_finite():
+                    raise ValueError
+            except (ArithmeticError, ValueError):
+                raise ValueError(f"{project}: {amount!r} is not an amount (e.g. 400 or 1250.50)") from None
+        return value
 
     @field_validator("prices_blob")
     @classmethod

@@ -27,12 +27,15 @@ from hastegeo.compute.registry import BackendRegistry
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings
+from hastegeo.costs.pricer import Pricer
+from hastegeo.costs.prices import blob_reader
 from hastegeo.events.eventgrid import EventGridTopic
 from hastegeo.events.publish import EventPublisher
 from hastegeo.pipeline.accept import JobAcceptor
 from hastegeo.pipeline.admission import Admission, limits_of
 from hastegeo.pipeline.admission.board import CapacityBoard
 from hastegeo.pipeline.admission.book import AdmissionBook
+from hastegeo.pipeline.budget import Budgets
 from hastegeo.pipeline.cancel import CancelStep
 from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.deps import PipelineDeps
@@ -45,6 +48,7 @@ from hastegeo.pipeline.poll import PollStep
 from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.pipeline.rerun import Rerun
 from hastegeo.pipeline.submit import SubmitStep
+from hastegeo.pipeline.totals import CostTotals
 from hastegeo.pipeline.upstream import UpstreamStep
 from hastegeo.settings import get_settings
 from hastegeo.store.groups import GroupStore
@@ -263,6 +267,12 @@ def build_backends(
     return registry, router
 
 
+def pricer(settings: Settings, blobs: BlobServiceClient) -> Pricer:
+    """What prices an ended job: the table ``HASTE_PRICES_BLOB`` names (or the shipped one), read on first use."""
+    costs = settings.costs
+    return Pricer(costs.prices_blob, blob_reader(blobs), local_rate=costs.local_price_per_slot_hour)
+
+
 def build_pipeline(
     settings: Settings,
     blobs: BlobServiceClient,
@@ -285,12 +295,16 @@ def build_pipeline(
     seats = admission if admission.active else None
     store = JobStore(jobs, read_deadline_s=read_deadline_s)
     publisher = EventPublisher(queues, topic)
+    prices = pricer(settings, blobs)  # docs/adr/0038
+    budgets = Budgets(jobs, settings.costs, clock=clock, currency=prices.currency, send=publisher.send)  # ADR 0042
     journal = JobJournal(
         store,
         clock=clock,
         history_limit=settings.pipeline.history_limit,
         publish=publisher,
         admission=seats,
+        price=prices.cost,
+        totals=CostTotals(jobs, budget_of=budgets.budget, levels=budgets.levels, crossed=budgets.crossed),
     )
     deps = PipelineDeps(
         settings=settings,
@@ -304,6 +318,8 @@ def build_pipeline(
         clock=clock,
         admission=seats,
         groups=GroupStore(jobs),
+        budgets=budgets,
+        pricer=prices,
     )
     acceptor = JobAcceptor(deps)
     cancel = CancelStep(deps)

@@ -287,6 +287,12 @@ class ApiClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self.request("POST", f"/api/jobs/{urllib.parse.quote(job_id)}/retry", None, headers)[1]
 
+    def costs(self, project_id: str, *, start: str | None = None, end: str | None = None) -> dict[str, Any]:
+        """What the project's jobs cost from ``start`` to ``end`` (``YYYY-MM-DD``; default: this month)."""
+        query = {name: value for name, value in (("from", start), ("to", end)) if value}
+        suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+        return self.request("GET", f"/api/projects/{urllib.parse.quote(project_id, safe='')}/costs{suffix}")[1]
+
     def health(self) -> dict[str, Any]:
         return self.request("GET", "/api/health")[1]
 

@@ -428,10 +428,12 @@ def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentPa
         pass
     else:
         aml.register(commands)
+    from hastegeo.cli.costs import register as register_costs
     from hastegeo.cli.prices import register as register_prices
     from hastegeo.doctor.cli import register as register_doctor
 
     register_prices(commands)
+    register_costs(commands, _client)
     register_doctor(commands)
     registered: list[Plugin] = []
     for plugin in [*_entry_point_plugins(), *(plugins or ())]:

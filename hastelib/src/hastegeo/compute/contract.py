@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from hastegeo.compute import fingerprint as _fingerprint
 from hastegeo.compute.capacity import CapacityWait
+from hastegeo.costs.usage import Usage
 
 
 class _Frozen(BaseModel):
@@ -101,6 +102,7 @@ class ComputeStatus(_Frozen):
     detail: str | None = None  # a short note that changes when something deserves a history line
     progress: float | None = None
     capacity: CapacityWait | None = None  # queued: why there is no compute yet (see compute/capacity.py)
+    usage: Usage | None = None  # what it ran on, run by run, for its cost (costs/usage.py); None: not told
 
 
 class OutputRead(_Frozen):

@@ -77,8 +77,16 @@ def _data(job: Job, change: StateChange) -> dict[str, Any]:
         "createdAt": job.created_at.isoformat(),
         "finishedAt": job.finished_at.isoformat() if change.state.terminal and job.finished_at else None,
         "outputCount": len(job.outputs) if change.state is JobState.SUCCEEDED else None,
+        "cost": _cost(job) if change.state.terminal else None,
         "links": {"job": f"/api/jobs/{job.id}"},
     }
+
+
+def _cost(job: Job) -> dict[str, Any] | None:
+    """What the job's compute cost (docs/adr/0038), without its attempts (those are on the job)."""
+    if job.cost is None:
+        return None
+    return job.cost.model_dump(mode="json", by_alias=True, include={"amount", "currency", "reason", "attributed"})
 
 
 def _clean(text: str | None) -> str | None:

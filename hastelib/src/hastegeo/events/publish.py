@@ -34,15 +34,13 @@ class EventPublisher:
         self._topic = topic
 
     def __call__(self, job: Job, changes: list[StateChange]) -> None:
-        events = [cloudevent.build(job, change) for change in changes]
-        queue = self._queues.client(EVENTS_QUEUE)
-        for event in events:
-            queue.send_message(json.dumps(event, separators=(",", ":")))
-        if self._topic is not None:
-            self._topic.send(events)
+        self.send([cloudevent.build(job, change) for change in changes])
 
     def send(self, events: Sequence[dict[str, object]]) -> None:
-        """Publish events that are not a job's state changes (a group's completion). Raises AzureError."""
+        """Send CloudEvents as they are: the queue, then the topic. Raises AzureError.
+
+        A job's state changes come through ``__call__``; others (a group's completion, a project's budget) here.
+        """
         queue = self._queues.client(EVENTS_QUEUE)
         for event in events:
             queue.send_message(json.dumps(event, separators=(",", ":")))

@@ -29,6 +29,8 @@ from pydantic_core import CoreSchema, PydanticCustomError
 
 from hastegeo.compute.catalog import backend_names
 from hastegeo.compute.contract import ComputeJobHandle
+from hastegeo.costs.attribution import Cost
+from hastegeo.costs.usage import JobUsage
 from hastegeo.models.changes import StateChange
 from hastegeo.models.history import StatusEvent
 from hastegeo.models.ids import ID_PATTERN
@@ -190,6 +192,7 @@ INTERNAL_FIELDS = frozenset(
         "events_published",
         "request_key",
         "has_dependents",
+        "usage",
     }
 )
 
@@ -267,6 +270,10 @@ class Job(_Model):
     group_index: int | None = Field(None, description="Its index in the group's items.")
     group_attempt: int = Field(0, description="Which run of its group item this is (a group retry adds one).")
     has_dependents: bool = Field(False, description="Some job waits for this one: its end lists them (ADR 0040).")
+    usage: JobUsage | None = Field(None, description="The runs of its compute its backends told of (costs/usage.py).")
+    cost: Cost | None = Field(
+        None, description="What its compute cost, set by the write that ends it (amount null: not known, and why)."
+    )
 
     def request(self) -> JobRequest:
         """The request this job was made from (what a retry submits again)."""

@@ -18,10 +18,12 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobHandle
 from hastegeo.compute.router import ComputeRouter
 from hastegeo.compute.service import ExecutionService
 from hastegeo.config import Settings
+from hastegeo.costs.pricer import Pricer
 from hastegeo.models.job import Job
 from hastegeo.models.moves import record
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.admission import Admission
+from hastegeo.pipeline.budget import Budgets
 from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.journal import JobJournal
 from hastegeo.store.groups import GroupStore
@@ -48,6 +50,8 @@ class PipelineDeps:
     clock: Callable[[], datetime]
     admission: Admission | None = None  # seats before a provider (ADR 0032); None: no limits
     groups: GroupStore | None = None  # groups and dependency entries (ADR 0040)
+    budgets: Budgets | None = None  # projects' monthly budgets (docs/adr/0042); None: not kept
+    pricer: Pricer | None = None  # what prices a job's runs (docs/adr/0038)
 
     @property
     def spec_inputs(self) -> SpecInputs:

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from hastegeo.compute.contract import ComputeStatus
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.usage import told
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import tracer
@@ -61,15 +63,22 @@ class Failover:
         self._deps.journal.update(job.id, change, known=version)
         return True
 
-    def finish(self, job: Job) -> bool:
-        """Move ``job`` (its provider job confirmed gone) to its next backend; True when this call moved it."""
+    def finish(self, job: Job, status: ComputeStatus | None = None) -> bool:
+        """Move ``job`` (its provider job confirmed gone: ``status``) to its next backend; True when this call
+        moved it. The runs it had there stay on the job, to be priced with the others when it ends."""
         deps = self._deps
         handle = job.handle
         target = self.next_backend(job)
         if target is None:  # the settings changed since it began: nowhere to go now
             reason = job.moving or "its compute did not come"
             return deps.journal.end(
-                job.id, JobState.FAILED, f"failed: {reason}", source=SOURCE, reason=reason, reason_class="provider"
+                job.id,
+                JobState.FAILED,
+                f"failed: {reason}",
+                source=SOURCE,
+                reason=reason,
+                reason_class="provider",
+                before=lambda current: told(current, status) if status else current,
             )
 
         def change(current: Job) -> Job | None:
@@ -77,7 +86,7 @@ class Failover:
                 return None
             now = deps.clock()
             return deps.event(
-                current,
+                told(current, status) if status else current,
                 f"moved from {current.backend} to {target}: its provider job is gone",
                 SOURCE,
                 JobState.QUEUED,

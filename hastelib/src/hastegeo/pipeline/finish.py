@@ -24,6 +24,7 @@ from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.journal import Change, Written
 from hastegeo.pipeline.outputs import OutputReads
 from hastegeo.pipeline.progress import progress_lines, with_workload_lines
+from hastegeo.pipeline.usage import told
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -52,7 +53,7 @@ class FinishStep:
             else:
                 reason = status.reason or f"the workload failed (exit code {status.exit_code})"
                 state, line = JobState.FAILED, f"failed: {reason}"
-            ending = deps.journal.ending(state, line, source=SOURCE, reason=reason)
+            ending = deps.journal.ending(state, line, source=SOURCE, reason=reason, before=lambda j: told(j, status))
             if self._write(job.id, ending).wrote:
                 self._chain_ended(job, message)
             deps.service.cleanup(job.handle)
@@ -63,6 +64,7 @@ class FinishStep:
             """``current`` moved to post-processing, dated ``began`` (unchanged unless running or cancelling)."""
             if current.state not in (JobState.RUNNING, JobState.CANCEL_REQUESTED):
                 return current
+            current = told(current, status)  # the runs it ended with, priced when it ends
             late = " (it completed before the cancellation took effect)"
             late = late if current.state is JobState.CANCEL_REQUESTED else ""
             if status.detail and status.detail != current.detail:

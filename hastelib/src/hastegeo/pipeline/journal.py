@@ -10,6 +10,11 @@ The journal then does, in this order and nothing else:
 1a. **the followers** (ADR 0040): the job's group records the item's new state, a group whose
    last item ended is announced, and the jobs waiting for a job (or group) that ended are
    released or ended in their turn (each through this journal: the cascade).
+   change that was not stored. A write that ends the job carries its cost, priced from
+   the runs its backends told of (:mod:`hastegeo.costs.usage`, docs/adr/0038): the
+   ending write itself, no write of its own.
+1b. **the cost's totals**: a job that ended is added to its project's running totals
+   (:mod:`hastegeo.pipeline.totals`), once: the totals name the jobs they count.
 2. **the events** of the state changes that write stored (ADR 0024), then their
    record: a second write marks them published on a job still unfinished; for a job
    that ended, its ``active/`` index entry goes (:meth:`JobStore.retire`).
@@ -23,6 +28,9 @@ The journal then does, in this order and nothing else:
 
 Crash windows, and who repairs each:
 
+- after 1, before 1b: the job ended and its cost is not in its project's totals. Its
+  ``active/`` entry stays (it goes only after 1b), and the reconciler's sweep adds it
+  before retiring the entry; counted once, as the totals name the jobs they count.
 - after 1, before 2: the change is stored and its events are not sent. The job keeps its
   ``active/`` entry, and the reconciler's sweep (:meth:`JobJournal.sweep`) publishes the
   events of a change older than :data:`PUBLISH_GRACE_S`; any later write of the job does too.
@@ -52,12 +60,14 @@ from typing import Protocol
 
 from azure.core.exceptions import AzureError
 
+from hastegeo.costs.pricer import Price
 from hastegeo.models import changes
 from hastegeo.models.changes import StateChange
 from hastegeo.models.job import Job
 from hastegeo.models.moves import record
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.admission import Admission
+from hastegeo.pipeline.totals import CostTotals
 from hastegeo.store.census import Census, Cycle
 from hastegeo.store.jobs import JobStore, Update, Versioned
 from hastegeo.telemetry import meter, tracer
@@ -116,9 +126,12 @@ class JobJournal:
         publish: Publish | None = None,
         admission: Admission | None = None,
         followers: Followers | None = None,
+        price: Price | None = None,
+        totals: CostTotals | None = None,
     ) -> None:
         """``publish`` sends job events (none: changes are numbered and left for a journal that has one);
-        ``admission`` frees seats (none: no limits are set)."""
+        ``admission`` frees seats (none: no limits are set); ``price`` gives an ending job its cost (none:
+        jobs end without one); ``totals`` keeps the projects' running totals of cost (none: not kept)."""
         self.store = store
         self._clock = clock
         self._history_limit = history_limit
@@ -128,6 +141,8 @@ class JobJournal:
         # The census cycle the last sweep completed (None: none did): the active jobs, for the seat repair.
         self.census: Cycle | None = None
         self.followers = followers  # set once the steps it calls are built (the composition root)
+        self._price = price
+        self.totals = totals
 
     # -- writes --------------------------------------------------------------------------
 
@@ -156,12 +171,13 @@ class JobJournal:
             ConflictError: the document kept changing.
             AzureError: the write failed (nothing was stored; the step is retried).
         """
-        written = self.store.update(job_id, change, known=known)
+        written = self.store.update(job_id, self._priced(change), known=known)
         if not written.wrote or written.previous.terminal:
             # Nothing written, or a note on an ended job: its events and seat were the ending write's.
             return Written(written.job, written.etag, written.wrote, written.previous)
         self._follow(written)
-        version = self._published(written.version, ended=written.ended)
+        counted = not written.ended or self._counted(written.job)
+        version = self._published(written.version, ended=written.ended, retire=counted)
         admitted = self._free_seat(written, hand_over)
         if written.ended:
             ended_job(version.job, reason_class)
@@ -224,7 +240,32 @@ class JobJournal:
         except (AzureError, ConflictError) as exc:
             log.info("job %s: followers not done (%s); the reconciler does them", written.job.id, type(exc).__name__)
 
-    def _published(self, version: Versioned, *, ended: bool) -> Versioned:
+    def _priced(self, change: Change) -> Change:
+        """``change``, giving the job it ends its cost (step 1: in the ending write itself)."""
+        price = self._price
+        if price is None:
+            return change
+
+        def priced(job: Job) -> Job | None:
+            new = change(job)
+            if new is None or job.state.terminal or not new.state.terminal or new.cost is not None:
+                return new
+            return new.model_copy(update={"cost": price(new.usage)})
+
+        return priced
+
+    def _counted(self, job: Job) -> bool:
+        """Step 1b: add an ended job to its project's totals; False when it could not be (the sweep does)."""
+        if self.totals is None:
+            return True
+        try:
+            self.totals.add(job)
+        except (AzureError, ConflictError) as exc:
+            log.warning("job %s: not yet in its project's cost totals (%s); the reconciler adds it", job.id, exc)
+            return False
+        return True
+
+    def _published(self, version: Versioned, *, ended: bool, retire: bool = True) -> Versioned:
         """Publish the events of the job's stored changes not yet published, then record that they were.
 
         A publication that fails is logged and left to the sweep, never raised: the change is stored,
@@ -235,7 +276,8 @@ class JobJournal:
         if waiting and not self._send(job, waiting):
             return version
         if ended:  # an ended job's record is its active entry going: no second write
-            self.store.retire(job)
+            if retire:  # (kept while its cost is not in its project's totals: the sweep adds it)
+                self.store.retire(job)
             return version
         if not waiting or self._publish is None:
             return version
@@ -302,7 +344,7 @@ class JobJournal:
             unpublished = self._catch_up(job, now)
             if not job.state.terminal:
                 found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))
-            elif not unpublished:
+            elif not unpublished and self._counted(job):
                 self.store.retire(job, repair=True)
         return found
 

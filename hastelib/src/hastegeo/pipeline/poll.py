@@ -27,6 +27,7 @@ from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.failover import Failover
 from hastegeo.pipeline.finish import FinishStep
 from hastegeo.pipeline.progress import progress_lines, with_workload_lines
+from hastegeo.pipeline.usage import news, told
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import POLL_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -126,7 +127,7 @@ class PollStep:
             except HasteError as exc:  # not confirmed yet: the next poll asks again
                 log.info("status of %s after its cancel: %s", job.id, describe_exception(exc), extra=job_fields(job))
         if status.state in (ComputeState.CANCELLED, ComputeState.FAILED):
-            self._failover.finish(job)
+            self._failover.finish(job, status)
         else:  # not gone yet, or it ran after all: the next poll asks again (and post-processes a success)
             self._progress(version, status, chain)
 
@@ -149,8 +150,10 @@ class PollStep:
             rewait = waiting != current.waiting_for_compute
             fresh = lines if current.progress_offset == job.progress_offset else []  # else another poll copied them
             recovered = current.last_error is not None  # this status check worked: the retried error is past
-            if not advance and not changed and not fresh and not recovered and not rewait:
+            ran = told(current, status)  # the runs it reports: kept in this write, a reason for one if new
+            if not advance and not changed and not fresh and not recovered and not rewait and not news(current, ran):
                 return None
+            current = ran
             updates: dict[str, Any] = {
                 "detail": note,
                 "progress": status.progress,

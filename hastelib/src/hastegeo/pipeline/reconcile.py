@@ -48,7 +48,7 @@ from hastegeo.store import due
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
-from hastegeo.utils.errors import HasteError, describe_exception
+from hastegeo.utils.errors import ConflictError, HasteError, describe_exception
 
 log = logging.getLogger(__name__)
 SOURCE = "reconcile"
@@ -148,6 +148,16 @@ class ReconcileStep:
                 log.info("reconcile at %s: %s", now.isoformat(), report.summary())
             return report
 
+    def _commit_costs(self, jobs: list[Job]) -> None:
+        """Budgeted projects' running jobs' cost so far, into their month's totals (ADR 0042); best effort."""
+        deps = self._deps
+        if deps.budgets is None or deps.pricer is None or deps.journal.totals is None:
+            return
+        try:
+            deps.budgets.commit(jobs, deps.journal.totals, deps.pricer)
+        except (AzureError, ConflictError) as exc:
+            log.info("reconcile: running jobs' cost so far not recorded (%s); the next pass does", exc)
+
     def _jobs(self, report: ReconcileReport) -> None:
         """Deadlines, lost submit messages and dead poll chains, for every unfinished job."""
         try:
@@ -165,6 +175,7 @@ class ReconcileStep:
             self._failed("jobs", "cannot list the unfinished jobs", exc, report)
             return
         self._post_board([item.job for item in unfinished if item.job is not None])
+        self._commit_costs([item.job for item in unfinished if item.job is not None])
         for item in unfinished:
             try:
                 self._reconcile(item, report)

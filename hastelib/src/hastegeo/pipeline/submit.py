@@ -73,6 +73,8 @@ class SubmitStep:
             return
         if expire(deps, job, SOURCE):
             return
+        if over_budget(deps, version, seated, SOURCE):  # its project spent its month's budget (ADR 0042)
+            return
         if not seated and self._held(version):  # its project is at a limit, or its backend full (ADR 0032)
             return
 
@@ -182,3 +184,29 @@ class SubmitStep:
 
     def _arm_poll(self, job: Job) -> PendingPoll:
         return self._deps.chain.send(job.id, job.poll_seq, self._deps.chain.delay(0))
+
+
+def over_budget(deps: PipelineDeps, version: Versioned, seated: bool, source: str) -> bool:
+    """Whether a queued job may not start because its project spent its budget: then it is held (its
+    history says why, once) or refused (it fails with the reason), and gives back a seat it was handed."""
+    budgets, totals, job = deps.budgets, deps.journal.totals, version.job
+    if budgets is None or totals is None or not budgets.active:
+        return False
+    reason = budgets.reason(job.project_id, totals)
+    if reason is None:
+        return False
+    if seated and deps.admission is not None:
+        deps.admission.free([job.id])  # the next in line gets it (and asks the same question)
+    if budgets.refuses:
+        deps.journal.end(job.id, JobState.FAILED, f"refused: {reason}", source=source, reason=reason)
+        return True
+
+    def change(current: Job) -> Job | None:
+        if current.state is not JobState.QUEUED or current.handle is not None or current.waiting_for_compute == reason:
+            return None
+        if (current.waiting_for_compute or "").startswith(f"project {job.project_id} has spent "):
+            return current.model_copy(update={"waiting_for_compute": reason})  # held already: said once
+        return deps.event(current, f"waiting: {reason}", source, waiting_for_compute=reason)
+
+    deps.journal.update(job.id, change, known=version)
+    return True

@@ -23,6 +23,7 @@ import json
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from azure.ai.ml.entities import AzureBlobDatastore, Compute, Datastore, Environment, Job, Workspace  # noqa: TID251
@@ -98,6 +99,8 @@ class _RunDetails:
     error: Any = None
     status: str = ""
     warnings: list[_Warning] = field(default_factory=list)
+    start_time_utc: datetime | None = None  # when the run started and ended, as run history reports them
+    end_time_utc: datetime | None = None
 
 
 @dataclass
@@ -113,6 +116,8 @@ class StandInState:
     failures: dict[str, deque[BaseException]] = field(default_factory=lambda: defaultdict(deque))
     calls: list[tuple[str, str]] = field(default_factory=list)
     hooks: dict[str, Callable[[str], None]] = field(default_factory=dict)
+    times: dict[str, list[datetime | None]] = field(default_factory=dict)  # name → [started, ended]
+    shapes: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)  # compute → size, tier, region
 
     def enter(self, operation: str, name: str) -> None:
         self.calls.append((operation, name))
@@ -132,9 +137,12 @@ class _Runs:
         self._state.enter("runs.get_run_details", run_id)
         error = self._state.errors.get(run_id)
         warning = self._state.warnings.get(run_id)
+        started, ended = self._state.times.get(run_id, [None, None])
         return _RunDetails(
             error=_RunDetails(error=_RootError(*error)) if error else None,
             warnings=[_Warning("Scheduler", warning)] if warning else [],
+            start_time_utc=started,
+            end_time_utc=ended,
         )
 
 
@@ -218,7 +226,8 @@ class StandInCompute:
         self._state.enter("compute.get", name)
         if name not in self._state.computes:
             raise http_error(404, "ResourceNotFound", f"Compute {name} not found")
-        return AmlCompute(name=name, size="STANDARD_DS3_V2", min_instances=0, max_instances=2)
+        size, tier, region = self._state.shapes.get(name, ("STANDARD_DS3_V2", "dedicated", None))
+        return AmlCompute(name=name, size=size, tier=tier, location=region, min_instances=0, max_instances=2)
 
 
 class StandInDatastores:
@@ -303,6 +312,16 @@ class StandInMLClient:
         self.state.statuses[name] = status
         if error is not None:
             self.state.errors[name] = error
+        times = self.state.times.setdefault(name, [None, None])
+        now = datetime.now(UTC)
+        if status in ("Running", "Completed", "Failed") and times[0] is None:
+            times[0] = now
+        if status in ("Completed", "Failed", "Canceled") and times[0] is not None and times[1] is None:
+            times[1] = now
+
+    def shape_compute(self, name: str, *, size: str, tier: str = "dedicated", region: str | None = None) -> None:
+        """What cluster ``name`` reports it is: its VM size, tier (dedicated, low_priority) and region."""
+        self.state.shapes[name] = (size, tier, region)
 
     def refuse_capacity(self, code: str | None = None, message: str = "", *, status: str = "Queued") -> None:
         """Jobs created from now on stay ``status`` and say why in their run details: an error ``code``

@@ -30,6 +30,7 @@ from hastegeo.compute.azure_batch.naming import provider_id
 from hastegeo.compute.azure_batch.settings import AuthMode, BatchSettings
 from hastegeo.compute.azure_batch.status import CANCEL_REASON, task_view, to_status
 from hastegeo.compute.azure_batch.taskspec import JOB_ID_METADATA
+from hastegeo.compute.azure_batch.usage import PoolShape, pool_shape, region_of, task_usage
 from hastegeo.compute.capacity import CapacityWait
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
@@ -42,6 +43,7 @@ from hastegeo.compute.contract import (
 from hastegeo.compute.identity import azure_credential
 from hastegeo.compute.retry import ErrorKind, Failed, ProviderCalls, RetryBudget, RetryPolicy
 from hastegeo.compute.tail import TAIL_BYTES
+from hastegeo.costs.usage import Usage
 from hastegeo.utils.errors import (
     BackendError,
     ConfigurationError,
@@ -81,6 +83,8 @@ class BatchBackend(ComputeBackend):
         self._clock = clock
         budget = RetryBudget(settings.retry_attempts, settings.retry_backoff_s, settings.retry_max_wait_s)
         self._calls = ProviderCalls(RetryPolicy(budget, BATCH_ERRORS, sleep))
+        self._region = settings.region or region_of(settings.account_url)
+        self._pools: dict[str, PoolShape | None] = {}  # what each pool is made of, for costs
 
     # -- ComputeBackend --------------------------------------------------------------
 
@@ -127,11 +131,26 @@ class BatchBackend(ComputeBackend):
         """The task's state from the service (which survives node loss); a failure carries exit code and stderr."""
         job_id, task_id = self._ids(handle)
         what = f"reading Batch task {task_id}"
-        view = task_view(self._calls.call(lambda: self._client.get_task(job_id, task_id), what=what))
+        task = self._calls.call(lambda: self._client.get_task(job_id, task_id), what=what)
+        view = task_view(task)
         cancelled = view.failed and self._terminated_by_cancel(job_id, what)
         tail = self._stderr_tail(handle) if view.failed and not cancelled else None
         capacity = self._pool_wait(handle) if view.state == "active" else None
-        return to_status(view, stderr_tail=tail, cancelled=cancelled, capacity=capacity)
+        status = to_status(view, stderr_tail=tail, cancelled=cancelled, capacity=capacity)
+        return status.model_copy(update={"usage": self._usage(handle, task)})
+
+    def _usage(self, handle: ComputeJobHandle, task: Any) -> Usage | None:
+        """What the task ran on (docs/adr/0038); its pool is read once per adapter."""
+        if getattr(getattr(task, "execution_info", None), "start_time", None) is None:
+            return None
+        pool_id = handle.provider_ids.get("pool_id") or ""
+        if pool_id and pool_id not in self._pools:
+            pool = self._calls.attempt(lambda: self._client.get_pool(pool_id), what=f"reading Batch pool {pool_id}")
+            if isinstance(pool, Failed):
+                log.info("pool %s could not be read for a cost: %s", pool_id, pool.reason)
+            else:
+                self._pools[pool_id] = pool_shape(pool)
+        return task_usage(task, self._pools.get(pool_id), self._region, self._clock())
 
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
         """The file from the node, or no data when the node cannot serve it (gone, mid-transition, no such file)."""

@@ -33,6 +33,12 @@ class BatchSettings(BackendSection):
         alias="BATCH_CLIENT_ID",
         description="Client id of the user-assigned identity the app uses to call Batch (empty: system-assigned).",
     )
+    region: str = Field(
+        "",
+        alias="BATCH_REGION",
+        description="The Batch account's region (armRegionName) its jobs are priced in; empty: read from "
+        "BATCH_ACCOUNT_URL (https://<account>.<region>.batch.azure.com).",
+    )
     pools: CsvMap = Field({}, alias="BATCH_POOLS", description="Pool id per workload, e.g. imagery=cpu,training=gpu.")
     images: CsvMap = Field({}, alias="BATCH_IMAGES", description="Container image per workload.")
     registry: str = Field("", alias="BATCH_REGISTRY", description="Container registry login server.")

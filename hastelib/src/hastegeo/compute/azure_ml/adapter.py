@@ -40,6 +40,7 @@ from hastegeo.compute.azure_ml.environments import ensure_registered
 from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, aml_calls
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
 from hastegeo.compute.azure_ml.status import QUEUED_STATUSES, TERMINAL_STATUSES, map_status, status_text
+from hastegeo.compute.azure_ml.usage import job_usage
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
     ComputeBackend,
@@ -49,8 +50,10 @@ from hastegeo.compute.contract import (
     OutputRead,
 )
 from hastegeo.compute.retry import ErrorKind, ProviderCalls
+from hastegeo.costs.usage import Usage
 from hastegeo.utils.errors import (
     ConfigurationError,
+    HasteError,
     TerminalBackendError,
     TransientBackendError,
     describe_error,
@@ -89,6 +92,7 @@ class AzureMLBackend(ComputeBackend):
         self._clock = clock
         self._code_hash = code_snapshot_hash(settings.code_dir) if settings.code_dir else None
         self._env_lock = threading.Lock()
+        self._computes: dict[str, Any] = {}  # each cluster's size, tier and region, for costs
         self._registered: str | None = None  # "name:version", once ensured
 
     # -- the contract ---------------------------------------------------------------
@@ -155,7 +159,24 @@ class AzureMLBackend(ComputeBackend):
             details = self._run_details(name, "is queued")
             compute = str(getattr(job, "compute", None) or "of the job")
             return map_status(status, capacity=run_wait(details, compute) if details is not None else None)
-        return map_status(status, failure=self._failure(name) if status == "Failed" else None)
+        mapped = map_status(status, failure=self._failure(name) if status == "Failed" else None)
+        if not mapped.state.terminal:
+            return mapped
+        return mapped.model_copy(update={"usage": self._usage(name, job)})
+
+    def _usage(self, name: str, job: Job) -> Usage | None:
+        """What the ended job ran on (docs/adr/0038): its run details and its cluster (read once per adapter)."""
+        details = self._run_details(name, "ended")
+        compute_name = str(getattr(job, "compute", None) or "")
+        if compute_name and compute_name not in self._computes:
+            try:
+                self._computes[compute_name] = self._calls.call(
+                    lambda: self._client.compute.get(compute_name), what=f"read compute {compute_name}"
+                )
+            except HasteError as exc:
+                log.info("compute %s could not be read for a cost: %s", compute_name, describe_exception(exc))
+        compute = self._computes.get(compute_name)
+        return job_usage(job, details, compute, self._settings.region, self._clock(), ended=True)
 
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
         """The blob the job's output mount wrote: finished jobs stay readable after their compute is gone."""

@@ -94,6 +94,11 @@ class AmlSettings(BackendSection):
         alias="AML_MANAGED_IDENTITY_CLIENT_ID",
         description="Client id of a user-assigned identity (managed_identity mode); empty = system-assigned.",
     )
+    region: str = Field(
+        "",
+        alias="AML_REGION",
+        description="The region (armRegionName) a cluster is priced in when it does not report its location.",
+    )
     compute: CsvMap = Field(
         DEFAULT_COMPUTE,
         alias="AML_COMPUTE",

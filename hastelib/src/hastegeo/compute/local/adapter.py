@@ -55,6 +55,8 @@ from hastegeo.compute.local.settings import LocalSettings
 from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
 from hastegeo.compute.tail import TAIL_BYTES, with_stderr
 from hastegeo.compute.transfer import download, download_prefix, upload
+from hastegeo.costs.attribution import LocalAttempt
+from hastegeo.costs.usage import Run, Usage
 from hastegeo.utils.errors import (
     ConfigurationError,
     HasteError,
@@ -178,7 +180,9 @@ class LocalBackend(ComputeBackend):
         # A live workload in its slot is running, even if the host that started it stopped before it
         # wrote running.json (otherwise a running job would look queued, and could be moved on).
         started = (state / "running.json").exists() or (workload is not None and pid_alive(workload))
-        return ComputeStatus(state=ComputeState.RUNNING if started else ComputeState.QUEUED)
+        if not started:
+            return ComputeStatus(state=ComputeState.QUEUED)
+        return ComputeStatus(state=ComputeState.RUNNING, usage=self._running_usage(name))
 
     def collect_outputs(self, handle: ComputeJobHandle) -> None:
         """Upload ``outputs/**`` and ``logs/**`` of an ended job once; a crash midway simply uploads again.
@@ -327,6 +331,28 @@ class LocalBackend(ComputeBackend):
             )
 
     def _ended_status(self, name: str, ended: dict[str, object]) -> ComputeStatus:
+        status = self._ended_state(name, ended)
+        return status.model_copy(update={"usage": self._usage(name, ended)})
+
+    def _usage(self, name: str, ended: dict[str, object]) -> Usage:
+        """The one run of an ended job, on one slot (none: it ended before it started)."""
+        running = read_json(self._layout.state(name) / "running.json") or {}
+        start, end = running.get("startedAt"), ended.get("endedAt")
+        if not isinstance(start, str) or not isinstance(end, str):
+            return Usage(count=0)
+        started, finished = datetime.fromisoformat(start), datetime.fromisoformat(end)
+        return Usage.ended(LocalAttempt(slots=1, started_at=started, ended_at=max(started, finished)))
+
+    def _running_usage(self, name: str) -> Usage | None:
+        """The run so far of a running job (its cost so far counts against its project's budget)."""
+        start = (read_json(self._layout.state(name) / "running.json") or {}).get("startedAt")
+        if not isinstance(start, str):
+            return None
+        started = datetime.fromisoformat(start)
+        attempt = LocalAttempt(slots=1, started_at=started, ended_at=max(started, self._context.clock()))
+        return Usage(runs=(Run(attempt=attempt, open=True),), count=1)
+
+    def _ended_state(self, name: str, ended: dict[str, object]) -> ComputeStatus:
         code = ended.get("exitCode")
         exit_code = code if isinstance(code, int) else None
         reason = ended.get("reason")

@@ -74,8 +74,10 @@ class Task:
     retry_count: int = 0
     requeue_count: int = 0
     runs: int = 0  # processes started for this task (a preempted task runs again)
-    start_time: str | None = None
+    start_time: str | None = None  # the latest run's, as Batch reports it
     end_time: str | None = None
+    last_requeue_time: str | None = None
+    last_retry_time: str | None = None
     node_id: str | None = None
     task_dir: Path | None = None
     node_not_ready_left: int | None = None  # set when the node was lost: NodeNotReady countdown, then gone
@@ -169,7 +171,7 @@ class Engine:
                 task.node_id = f"tvm-{next(self._nodes):04d}"
                 task.task_dir = self.root / task.node_id / job.id / task.id
                 task.move("running")
-                task.start_time = task.start_time or now_iso()
+                task.start_time = now_iso()  # Batch reports the latest run's start
             outcome = self._attempt(job, task)
             if ticket is not None:
                 with self.lock:
@@ -182,6 +184,7 @@ class Engine:
             if failure_code is None and code not in (None, 0) and (max_retries < 0 or task.retry_count < max_retries):
                 with self.lock:
                     task.retry_count += 1
+                    task.last_retry_time = now_iso()
                 continue
             with self.lock:
                 self.complete(job, task, code, failure_code, message)
@@ -213,7 +216,7 @@ class Engine:
                     process.kill()
             limit = duration_s((task.body.get("constraints") or {}).get("maxWallClockTime"))
             try:
-                code = process.wait(timeout=0.3 if preempt else limit)
+                code = process.wait(timeout=self.faults.preempt_after_s if preempt else limit)
                 timed_out = False
             except subprocess.TimeoutExpired:
                 process.kill()
@@ -222,6 +225,7 @@ class Engine:
             shutil.rmtree(task.task_dir, ignore_errors=True)
             with self.lock:
                 task.requeue_count += 1
+                task.last_requeue_time = now_iso()
                 task.process = None
                 task.move("active")
             return None

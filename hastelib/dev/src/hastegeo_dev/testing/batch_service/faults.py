@@ -64,6 +64,7 @@ class Faults:
     rules: list[Rule] = field(default_factory=list)
     node_losses: list[NodeLoss] = field(default_factory=list)
     preemptions: dict[str | None, int] = field(default_factory=dict)
+    preempt_after_s: float = 0.3  # how long a run lasts before its node is preempted
     capacity: dict[str, CapacityRefusal] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -104,10 +105,12 @@ class Faults:
             self.node_losses.append(NodeLoss(not_ready_calls, job_id))
         return self
 
-    def preempt(self, times: int = 1, *, job_id: str | None = None) -> Faults:
-        """The node running the task is preempted ``times`` times: the task is requeued and re-run elsewhere."""
+    def preempt(self, times: int = 1, *, job_id: str | None = None, after_s: float | None = None) -> Faults:
+        """The node running the task is preempted ``times`` times (each run ``after_s`` after it started): the
+        task is requeued and re-run elsewhere."""
         with self._lock:
             self.preemptions[job_id] = self.preemptions.get(job_id, 0) + times
+            self.preempt_after_s = self.preempt_after_s if after_s is None else after_s
         return self
 
     def refuse_capacity(

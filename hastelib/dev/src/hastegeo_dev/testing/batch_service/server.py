@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -61,10 +62,19 @@ class BatchTestService:
 
             blobs = BlobServiceClient.from_connection_string(azurite_connection_string)
         self.engine = Engine(self._root, blobs, self.faults)
+        self.pool_shapes: dict[str, PoolShape] = {}
         self._calls: dict[str, Counter[str]] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+
+    def shape_pool(
+        self, pool_id: str, *, vm_size: str = "standard_d2s_v3", slots_per_node: int = 1, low_priority: bool = False
+    ) -> BatchTestService:
+        """What ``pool_id`` reports it is made of (default: one-slot dedicated ``standard_d2s_v3`` nodes)."""
+        with self.engine.lock:
+            self.pool_shapes[pool_id] = PoolShape(vm_size, slots_per_node, low_priority)
+        return self
 
     def size_pool(self, pool_id: str, slots: int) -> BatchTestService:
         """Give ``pool_id`` ``slots`` task slots: its tasks wait for one, taken first come, first served
@@ -341,6 +351,9 @@ class BatchTestService:
                 if task.state == "running"
             )
         current, target = (busy or 1, busy or 1) if refusal is None else (refusal.current_nodes, refusal.target_nodes)
+        shape = self.pool_shapes.get(pool_id, PoolShape())
+        dedicated = (0, 0) if shape.low_priority else (current, target)
+        low = (current, target) if shape.low_priority else (0, 0)
         errors = [{"code": refusal.code, "message": refusal.message, "values": []}] if refusal and refusal.code else []
         stamp = now_iso()
         return {
@@ -353,14 +366,14 @@ class BatchTestService:
             "stateTransitionTime": stamp,
             "allocationState": "resizing" if refusal and not refusal.code and current < target else "steady",
             "allocationStateTransitionTime": stamp,
-            "vmSize": "standard_d2s_v3",
+            "vmSize": shape.vm_size,
             "resizeErrors": errors,
-            "currentDedicatedNodes": current,
-            "currentLowPriorityNodes": 0,
-            "targetDedicatedNodes": target,
-            "targetLowPriorityNodes": 0,
+            "currentDedicatedNodes": dedicated[0],
+            "currentLowPriorityNodes": low[0],
+            "targetDedicatedNodes": dedicated[1],
+            "targetLowPriorityNodes": low[1],
             "enableAutoScale": bool(refusal and refusal.auto_scale),
-            "taskSlotsPerNode": 1,
+            "taskSlotsPerNode": shape.slots_per_node,
         }
 
     def _task_json(self, job: Job, task: Task) -> dict[str, Any]:
@@ -368,6 +381,8 @@ class BatchTestService:
             info: dict[str, Any] = {"retryCount": task.retry_count, "requeueCount": task.requeue_count}
             for key, value in (
                 ("startTime", task.start_time),
+                ("lastRequeueTime", task.last_requeue_time),
+                ("lastRetryTime", task.last_retry_time),
                 ("endTime", task.end_time if task.state == "completed" else None),
                 ("exitCode", task.exit_code if task.state == "completed" else None),
                 ("result", task.result if task.state == "completed" else None),
@@ -393,6 +408,13 @@ class BatchTestService:
                     "taskRootDirectory": f"workitems/{job.id}/job-1/{task.id}",
                 }
             return answer
+
+
+@dataclass(frozen=True)
+class PoolShape:
+    vm_size: str = "standard_d2s_v3"
+    slots_per_node: int = 1
+    low_priority: bool = False
 
 
 def _http_date(timestamp: float) -> str:
