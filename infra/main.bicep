@@ -159,6 +159,12 @@ param hasteAzureBatchQueueLimitS string
 @description('App setting HASTE_AZURE_ML_QUEUE_LIMIT_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteAzureMlQueueLimitS string
+@description('App setting BATCH_POLL_MAX_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param batchPollMaxS string
+@description('App setting AML_POLL_MAX_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param amlPollMaxS string
 @description('App setting HASTE_PROJECT_MAX_RUNNING_PER_BACKEND; its meaning is in docs/deploy.md.')
 param hasteProjectMaxRunningPerBackend string
 @description('App setting HASTE_PROJECT_MAX_RUNNING; its meaning is in docs/deploy.md.')
@@ -432,6 +438,8 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteLocalAllowInAzure: hasteLocalAllowInAzure
     hasteAzureBatchQueueLimitS: hasteAzureBatchQueueLimitS
     hasteAzureMlQueueLimitS: hasteAzureMlQueueLimitS
+    batchPollMaxS: batchPollMaxS
+    amlPollMaxS: amlPollMaxS
     hasteProjectMaxRunningPerBackend: hasteProjectMaxRunningPerBackend
     hasteProjectMaxRunning: hasteProjectMaxRunning
     hasteBackendMaxRunning: hasteBackendMaxRunning

@@ -89,6 +89,12 @@ param hasteAzureBatchQueueLimitS string
 @description('App setting HASTE_AZURE_ML_QUEUE_LIMIT_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param hasteAzureMlQueueLimitS string
+@description('App setting BATCH_POLL_MAX_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param batchPollMaxS string
+@description('App setting AML_POLL_MAX_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param amlPollMaxS string
 @description('App setting HASTE_PROJECT_MAX_RUNNING_PER_BACKEND; its meaning is in docs/deploy.md.')
 param hasteProjectMaxRunningPerBackend string
 @description('App setting HASTE_PROJECT_MAX_RUNNING; its meaning is in docs/deploy.md.')
@@ -224,6 +230,8 @@ var operatorSettings = {
   HASTE_LOCAL_ALLOW_IN_AZURE: hasteLocalAllowInAzure
   HASTE_AZURE_BATCH_QUEUE_LIMIT_S: hasteAzureBatchQueueLimitS
   HASTE_AZURE_ML_QUEUE_LIMIT_S: hasteAzureMlQueueLimitS
+  BATCH_POLL_MAX_S: batchPollMaxS
+  AML_POLL_MAX_S: amlPollMaxS
   HASTE_PROJECT_MAX_RUNNING_PER_BACKEND: hasteProjectMaxRunningPerBackend
   HASTE_PROJECT_MAX_RUNNING: hasteProjectMaxRunning
   HASTE_BACKEND_MAX_RUNNING: hasteBackendMaxRunning

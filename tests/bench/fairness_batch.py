@@ -136,13 +136,15 @@ class Driver:
             for name, handle in following:
                 if self.batch.status(handle).state.terminal:
                     self.ended.add(name)
-                    hand_over = self._hand_over if self.hand_over else None
-                    for admitted in self.admission.free([name], hand_over):
-                        self.seated.setdefault(admitted, _now())
+                    admitted = self.admission.free([name], send=not self.hand_over)
+                    for job in admitted:
+                        self.seated.setdefault(job, _now())
+                    if self.hand_over:  # after the write that freed the seat, as the pipeline's finishing does
+                        self.admission.hand_over(admitted, self._hand_over)
             time.sleep(0.02)
 
     def _hand_over(self, name: str) -> None:
-        self.seated.setdefault(name, _now())  # its seat was written by the change that called this
+        self.seated.setdefault(name, _now())  # its seat was written by the change that freed it
         self.submit(name, self.projects[name])
 
     def started(self, name: str) -> datetime | None:

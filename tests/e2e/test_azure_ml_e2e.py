@@ -24,7 +24,7 @@ from hastegeo.compute.catalog import descriptors
 from hastegeo.compute.context import BackendContext
 from hastegeo.runtime import ensure_storage, reset_runtime
 from hastegeo.settings import get_settings
-from hastegeo.workloads._run.runtime import WORKDIR_VARIABLE, iter_files, run_main
+from hastegeo.workloads._run.harness import WORKDIR_VARIABLE, iter_files, run_main
 from hastegeo.workloads.artifacts.run import package
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.devhost.functions import load_app

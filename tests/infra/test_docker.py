@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.workloads._run.runtime import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
+from hastegeo.workloads._run.harness import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 from tests.drift.conftest import REPO
 from tests.infra import dockerignore
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.azurite
 # Writes its progress with the workloads' own ProgressLog, a while after it started, then succeeds.
 STAMPED = """
 import hashlib, json, os, pathlib, time
-from hastegeo.workloads._run.runtime import ProgressLog
+from hastegeo.workloads._run.harness import ProgressLog
 work = pathlib.Path(os.environ["HASTE_JOB_WORKDIR"])
 time.sleep(1.0)
 log = ProgressLog(work / "logs" / "script_progress.log")

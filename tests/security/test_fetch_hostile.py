@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hastegeo.workloads._run.runtime import WorkloadError
+from hastegeo.workloads._run.harness import WorkloadError
 from hastegeo.workloads.imagery import fetch
 from hastegeo.workloads.imagery.fetch import (
     Fetcher,

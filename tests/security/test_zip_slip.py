@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.workloads._run.runtime import PARAMS_VARIABLE, WORKDIR_VARIABLE, Workdir, WorkloadError, run_main
+from hastegeo.workloads._run.harness import PARAMS_VARIABLE, WORKDIR_VARIABLE, Workdir, WorkloadError, run_main
 from hastegeo.workloads.artifacts.run import WORKLOAD, package
 
 ODD_NAMES = [

@@ -363,6 +363,12 @@ class Settings(Section):
             raise ConfigurationError(f"{len(found)} backends read {model.__name__}; expected one")
         return found[0]
 
+    def poll_max_s(self, backend: str) -> float:
+        """The longest delay between two polls of a job on ``backend`` (s): its own setting, else HASTE_POLL_MAX_S."""
+        section = self.backends.get(backend)
+        longest = section.poll_max() if section is not None else None
+        return self.pipeline.poll_max_s if longest is None else longest
+
     def queue_limit_s(self, backend: str) -> int:
         """How long a job may wait for ``backend``'s compute before it is moved on (s)."""
         return self.backend(backend).queue_limit()

@@ -308,7 +308,7 @@ def build_pipeline(
         store=store,
         journal=journal,
         queues=queues,
-        chain=PollChain(queues, settings.pipeline, clock),
+        chain=PollChain(queues, settings.pipeline, clock, settings.poll_max_s),
         router=router,
         service=service,
         processors=processors(),

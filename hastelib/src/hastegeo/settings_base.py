@@ -67,6 +67,16 @@ class Section(BaseModel):
 DEFAULT_QUEUE_LIMIT_S = 3600
 
 
+def poll_max_field(alias: str, default: int, backend: str) -> Any:
+    """The setting ``alias``: the longest delay between two polls of a job on ``backend`` (s; ADR 0041)."""
+    return Field(
+        default,
+        alias=alias,
+        gt=0,
+        description=f"Longest delay between two polls of a job on {backend}; its end is seen within it (s).",
+    )
+
+
 def queue_limit_field(alias: str, default: int, waiting_for: str) -> Any:
     """The setting ``alias``: how long a job may wait for ``waiting_for`` before it is moved on (s)."""
     return Field(
@@ -98,6 +108,10 @@ class BackendSection(Section):
     def queue_limit(self) -> int:
         """How long a job may wait for this backend's compute before it is moved on (s)."""
         return DEFAULT_QUEUE_LIMIT_S
+
+    def poll_max(self) -> float | None:
+        """The longest delay between two polls of this backend's jobs (s); None: ``HASTE_POLL_MAX_S``."""
+        return None
 
 
 S = TypeVar("S", bound=Section)

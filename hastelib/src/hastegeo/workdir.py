@@ -2,7 +2,7 @@
 
 Every backend exports both names to the workload (:func:`workdir_env`, or Batch's own
 variable and a copy of it); a workload reads the first one set
-(:func:`hastegeo.workloads._run.runtime.resolve_workdir`). Outside ``hastegeo.compute`` and
+(:func:`hastegeo.workloads._run.harness.resolve_workdir`). Outside ``hastegeo.compute`` and
 standard library only: a workload's launcher imports it and must not load the adapters,
 and so does every local job's process.
 """

@@ -13,8 +13,8 @@ from api.openapi import openapi_document
 from hastegeo.models.job import JobRequest
 from hastegeo.models.params import Params, known_keys
 from hastegeo.utils.errors import InvalidJobError
+from hastegeo.workloads._run.harness import ProgressLog, WorkloadError
 from hastegeo.workloads._run.params import read_params
-from hastegeo.workloads._run.runtime import ProgressLog, WorkloadError
 from hastegeo.workloads.geospatial import PIPELINE_KEYS
 from hastegeo.workloads.processor import processors
 from hastegeo.workloads.registry import descriptors

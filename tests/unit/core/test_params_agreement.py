@@ -26,8 +26,8 @@ from hastegeo.models.job import Job, JobRequest
 from hastegeo.models.params import Params, known_keys
 from hastegeo.models.states import JobState
 from hastegeo.utils.errors import InvalidJobError
+from hastegeo.workloads._run.harness import ProgressLog, WorkloadError
 from hastegeo.workloads._run.params import read_params
-from hastegeo.workloads._run.runtime import ProgressLog, WorkloadError
 from hastegeo.workloads.processor import SpecInputs, processors
 from hastegeo.workloads.registry import descriptors
 

@@ -10,7 +10,7 @@ import pytest
 from hastegeo.models.history import StatusEvent, add_workload_events, make_event
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.progress import ProgressLine, parse_line
-from hastegeo.workloads._run.runtime import ProgressLog
+from hastegeo.workloads._run.harness import ProgressLog
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

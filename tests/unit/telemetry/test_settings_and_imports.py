@@ -35,7 +35,7 @@ def test_an_unknown_export_fails_at_start_up_naming_the_setting(value: str) -> N
 
 def test_the_workload_launcher_and_the_settings_import_no_opentelemetry() -> None:
     code = (
-        "import sys, hastegeo.workloads.artifacts.run, hastegeo.workloads._run.runtime, hastegeo.config\n"
+        "import sys, hastegeo.workloads.artifacts.run, hastegeo.workloads._run.harness, hastegeo.config\n"
         "print(','.join(m for m in sys.modules if m.startswith(('opentelemetry', 'azure.monitor'))))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

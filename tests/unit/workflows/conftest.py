@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hastegeo.workloads._run.runtime import run_main
+from hastegeo.workloads._run.harness import run_main
 from hastegeo.workloads._run.sample_data import SampleScene, generate
 from hastegeo.workloads.embedding import run as embedding
 from hastegeo.workloads.imagery import run as imagery

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.workloads._run.runtime import WorkloadError
+from hastegeo.workloads._run.harness import WorkloadError
 from hastegeo.workloads.imagery.fetch import (
     Fetcher,
     FetchPolicy,

@@ -18,7 +18,7 @@ GEOSPATIAL = ("numpy", "rasterio", "shapely", "pyproj", "affine")
     [
         "hastegeo.workloads",
         "hastegeo.workloads.registry",
-        "hastegeo.workloads._run.runtime",
+        "hastegeo.workloads._run.harness",
         "hastegeo.workloads._run.params",
         "hastegeo.workloads.imagery.fetch",
         "hastegeo.models.params",

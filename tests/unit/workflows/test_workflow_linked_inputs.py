@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hastegeo.workloads._run.harness import Workdir, WorkloadError, iter_files
 from hastegeo.workloads._run.params import default_raster, default_vector, input_file
-from hastegeo.workloads._run.runtime import Workdir, WorkloadError, iter_files
 
 
 @pytest.fixture

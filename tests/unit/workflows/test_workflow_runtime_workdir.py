@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hastegeo.workdir import workdir_env
-from hastegeo.workloads._run.runtime import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, WorkloadError, resolve_workdir
+from hastegeo.workloads._run.harness import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE, WorkloadError, resolve_workdir
 from tests.support.imports import modules_loaded_by, not_standard_library
 
 
@@ -64,14 +64,14 @@ def test_resolve_workdir_reads_the_process_environment_by_default(monkeypatch: p
 def test_the_workload_runtime_reads_the_names_the_backends_export_and_stays_standard_library() -> None:
     # One definition for both sides (hastegeo.workdir), which imports only the standard library.
     assert workdir_env("/w") == {WORKDIR_VARIABLE: "/w", LEGACY_WORKDIR_VARIABLE: "/w"}
-    loaded = not_standard_library(modules_loaded_by("import hastegeo.workloads._run.runtime"))
+    loaded = not_standard_library(modules_loaded_by("import hastegeo.workloads._run.harness"))
     assert sorted(name for name in loaded if not name.startswith("hastegeo")) == []
 
 
 # What an older image does: it sets up only the legacy variable and runs a workload through run_main.
 OLD_IMAGE_WORKLOAD = """
 import sys
-from hastegeo.workloads._run.runtime import run_main, write_manifest
+from hastegeo.workloads._run.harness import run_main, write_manifest
 
 def body(workdir, params, progress):
     (workdir.outputs / "hello.txt").write_text("hi " + params.get("who", "?"))

@@ -167,6 +167,7 @@ INTERNAL_FIELDS = frozenset(
         "poll_seq",
         "poll_message",
         "poll_due_at",
+        "due_entry",
         "detail",
         "idempotency_key",
         "progress_offset",
@@ -217,6 +218,9 @@ class Job(_Model):
     # member of the job, where one inside poll_message would fail its validation.
     poll_due_at: datetime | None = Field(
         None, description="When the pending poll message is due: the reconciler leaves the chain alone until then."
+    )
+    due_entry: str | None = Field(
+        None, description="The job's entry in the reconciler's due index (store/due.py), set by the store's writes."
     )
     progress_offset: int = Field(0, description="Bytes of the progress log already copied into the history.")
     history: list[StatusEvent] = Field(default_factory=list)

@@ -26,6 +26,7 @@ from hastegeo.models.ownership import check_parameter_names, staged_inputs
 from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.store import due
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # A replayed request finds its job still queued after this long: its submit
 # message was probably lost with a crash, so send it again.
-REENQUEUE_AFTER_S = 30.0
+REENQUEUE_AFTER_S = due.QUIET_S
 
 
 class RequestRejected(Exception):

@@ -43,6 +43,7 @@ seats and metrics is decided here.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ from hastegeo.models.moves import record
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.admission import Admission
 from hastegeo.pipeline.totals import CostTotals
+from hastegeo.store.census import Census, Cycle
 from hastegeo.store.jobs import JobStore, Update, Versioned
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
@@ -119,6 +121,9 @@ class JobJournal:
         self._admission = admission
         self._price = price
         self.totals = totals
+        self._census = Census(store)
+        # The census cycle the last sweep completed (None: none did): the active jobs, for the seat repair.
+        self.census: Cycle | None = None
 
     # -- writes --------------------------------------------------------------------------
 
@@ -291,21 +296,37 @@ class JobJournal:
     # -- the reconciler's sweep ----------------------------------------------------------
 
     def sweep(self, now: datetime | None = None) -> list[Unfinished]:
-        """Every unfinished job, after finishing what a writer left undone (the crash windows above).
+        """The unfinished jobs that are due, after finishing what a writer left undone (the crash windows above).
 
-        Costs one listing of the ``active/`` entries and one read per job listed. The events of
+        Reads the jobs that are due (the due index) and, once per census cycle, the active jobs without a
+        due entry (ADR 0041): with few jobs, every unfinished one each pass, as before. The events of
         a change older than :data:`PUBLISH_GRACE_S` are published; an ended job whose events are
         out is retired from the active index.
         """
         now = now or datetime.now(UTC)  # compared with storage's own clock (blob times), never a test's
         found = []
-        for job in self.store.active(now):
+        for job in self._due_and_unindexed(now):
             unpublished = self._catch_up(job, now)
             if not job.state.terminal:
                 found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))
             elif not unpublished and self._counted(job):
                 self.store.retire(job, repair=True)
         return found
+
+    def _due_and_unindexed(self, now: datetime) -> list[Job]:
+        """The jobs whose due entry is due, and, each time the census completes a cycle, the active jobs
+        that have no due entry (ADR 0041); the settled ones among them get theirs."""
+        jobs = {job.id: job for job in self.store.due(self._clock())}
+        self.census = self._census.step(self._clock())
+        if self.census is None:
+            return list(jobs.values())
+        unindexed = [e for e in self.census.without_entry() if e.position.job_id not in jobs]
+        for job in self.store.behind(unindexed, now):
+            jobs.setdefault(job.id, job)
+            if not job.state.terminal:
+                with contextlib.suppress(ConflictError):  # the job keeps changing: its writes give it the entry
+                    self.store.index_due(job)
+        return list(jobs.values())
 
     def _catch_up(self, job: Job, now: datetime) -> bool:
         """Publish the job's unpublished events once its writer had time to; True while some remain."""

@@ -202,4 +202,4 @@ class PollStep:
         if not chain:
             return None
         seq = job.poll_seq + 1
-        return self._deps.chain.send(job.id, seq, self._deps.chain.delay(seq))
+        return self._deps.chain.send(job.id, seq, self._deps.chain.delay(seq, job))

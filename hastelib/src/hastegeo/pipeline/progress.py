@@ -1,7 +1,7 @@
 """Reading a workload's progress log: complete lines, each with the time the workload wrote it.
 
 Pure (bytes in, lines out; lines into a job's history), so following a job
-and finishing it read the log the same way. The format is :class:`hastegeo.workloads._run.runtime.ProgressLog`'s:
+and finishing it read the log the same way. The format is :class:`hastegeo.workloads._run.harness.ProgressLog`'s:
 ``<ISO 8601 UTC timestamp> <message>`` per line. A line without a readable
 stamp is kept, with no time of its own (the history then uses the time it
 was copied).

@@ -1,7 +1,7 @@
 """The reconciler (timer ``reconcile``): no job stuck without a deadline, no provider job left behind.
 
-Every run, from the store's active-jobs index (one listing and one read per unfinished
-job, whatever the number of finished ones; ADR 0011), which the listing also repairs, and
+Every run, from the store's due index (the jobs due now, and once per census cycle those
+without an entry; ADR 0041, over ADR 0011's active index, which the census also repairs), and
 after the journal finished what a crashed writer left undone (:meth:`JobJournal.sweep`):
 
 - a job past its deadline is failed with the reason, and its provider job cancelled;
@@ -44,6 +44,7 @@ from hastegeo.pipeline.admission.board import CapacityBoard, summarize
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.journal import Unfinished
+from hastegeo.store import due
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
@@ -57,7 +58,7 @@ FOLLOWED_STATES = frozenset({JobState.RUNNING, JobState.CANCEL_REQUESTED, JobSta
 # (then the poison step ends the job). A burst's backlog, or a post-processing longer than this (the
 # functionTimeout allows 10 minutes), can hold it longer: the duplicate then costs one dropped poll, or
 # one more post-processing attempt, as it did on every sweep before the due time was kept.
-CHAIN_GRACE_S = 300.0
+CHAIN_GRACE_S = due.CHAIN_GRACE_S
 
 
 def chain_quiet(due_at: datetime | None, now: datetime) -> bool:
@@ -165,10 +166,11 @@ class ReconcileStep:
                 if backfilled is not None:
                     log.info("reconcile: indexed %d job(s) stored before the state index", backfilled)
                 self._indexed = True
-            listed_at = self._deps.clock()
             unfinished = self._deps.journal.sweep()
-            if self._deps.admission is not None:  # seats of jobs that ended unseen are freed (ADR 0032)
-                self._deps.admission.repair({item.job_id for item in unfinished}, listed_at)
+            census = self._deps.journal.census
+            if self._deps.admission is not None and census is not None:
+                # seats of jobs that ended unseen are freed (ADR 0032), once a census cycle named every active job
+                self._deps.admission.repair(census.unfinished, census.started_at)
         except AzureError as exc:  # storage is down: nothing to sweep this run
             self._failed("jobs", "cannot list the unfinished jobs", exc, report)
             return

@@ -30,12 +30,12 @@ import json
 import logging
 import secrets
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from itertools import islice
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from azure.core import MatchConditions
 from azure.core.exceptions import AzureError, ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -44,7 +44,7 @@ from azure.storage.blob import ContainerClient, ContentSettings
 from hastegeo.models import changes
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.store import cursor, index
+from hastegeo.store import cursor, due, index
 from hastegeo.utils.errors import ConflictError, JobNotFoundError
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,8 @@ SCAN_LIMIT = 1000
 # An index entry without its document may belong to a create still in flight; past this
 # age it belongs to a create that crashed, and readers delete it.
 ORPHAN_ENTRY_GRACE_S = 600.0
+# Page sizes of the due listing: a pass with nothing due lists the first few entries only (ADR 0041).
+_DUE_PAGES = (32, 256, 1024, *([5000] * 10_000))
 
 
 class Versioned(NamedTuple):
@@ -183,6 +185,7 @@ class JobStore:
         are out: the pipeline's journal), so the reconciler's sweep still finds the job.
         """
         ended: set[JobState] = set()  # ended entries this call wrote
+        dues: set[str] = set()  # due entries this call wrote (store/due.py)
         for attempt in range(self._max_attempts):
             current, etag = known if (known is not None and attempt == 0) else self._read(job_id)
             updated = change(current)
@@ -190,10 +193,15 @@ class JobStore:
                 self._drop_ended(current, ended)
                 return Update(current, etag, wrote=False, previous=current.state)
             updated = changes.stamp(current, updated)
+            updated = _with_due(current, updated)
             ending = updated.state.terminal and not current.state.terminal
             if ending and updated.state not in ended:
                 self._put_entry(self._state_entry(updated))
                 ended.add(updated.state)
+            entry = updated.due_entry
+            if entry is not None and entry != current.due_entry and entry not in dues:  # before the document
+                self._put_entry(entry)
+                dues.add(entry)
             try:
                 result = self._container.get_blob_client(self.document_name(job_id)).upload_blob(
                     _dump(updated),
@@ -206,6 +214,8 @@ class JobStore:
             except ResourceModifiedError:
                 continue
             self._drop_ended(updated, ended)
+            if current.due_entry not in (None, updated.due_entry):  # moved: the old entry goes after the document
+                self._delete_entry(current.due_entry)
             return Update(updated, str(result["etag"]), wrote=True, previous=current.state)
         raise ConflictError(f"Job {job_id} changed too often to update; try again")
 
@@ -316,17 +326,21 @@ class JobStore:
         (ADR 0011): an entry at another position than its document, or without a document
         for longer than :data:`ORPHAN_ENTRY_GRACE_S`, is deleted.
         """
+        return self.behind(
+            builtins.list(self.active_entries(self._container.list_blobs(name_starts_with=index.ACTIVE))), now
+        )
+
+    @staticmethod
+    def active_entries(blobs: Iterable[Any]) -> Iterator[index.Entry]:
+        """``active/`` entries as listed (blob properties from a listing of that prefix)."""
+        for blob in blobs:
+            name = str(blob.name)
+            project = index.project_of_active(name)
+            yield index.Entry(name, index.parse(name, f"{index.ACTIVE}{project}/"), str(blob.etag), blob.last_modified)
+
+    def behind(self, entries: builtins.list[index.Entry], now: datetime | None = None) -> builtins.list[Job]:
+        """The jobs behind some listed ``active/`` entries (see :meth:`active`), repairing the stale ones."""
         now = now or datetime.now(UTC)
-        entries = [
-            index.Entry(
-                str(blob.name),
-                index.parse(str(blob.name), f"{index.ACTIVE}{project}/"),
-                str(blob.etag),
-                blob.last_modified,
-            )
-            for blob in self._container.list_blobs(name_starts_with=index.ACTIVE)
-            for project in [index.project_of_active(str(blob.name))]
-        ]
         found = []
         read = self._lister.map(self._find_readable, [e.position.job_id for e in entries])
         for entry, job in zip(entries, read, strict=True):
@@ -339,6 +353,58 @@ class JobStore:
                 self._delete_entry(entry.name, etag=entry.etag)
         return found
 
+    def due(self, now: datetime, *, stale_before: datetime | None = None) -> builtins.list[Job]:
+        """The jobs whose due entry's bucket has begun by ``now`` (store/due.py), as their documents say.
+
+        Lists ``due/`` from its oldest bucket and stops at the first entry not due yet, in pages that grow
+        (the first one small: with nothing due, the pass lists a few entries, not the index). An entry whose
+        document names another (the job moved on or ended and was retired), or without a document since
+        before ``stale_before`` (storage's clock; default 10 minutes ago), is deleted.
+        """
+        until = due.due_until(now)
+        listed: builtins.list[tuple[str, str, datetime | None]] = []
+        start: str | None = None
+        for size in _DUE_PAGES:
+            blobs = self._container.list_blobs(
+                name_starts_with=due.DUE, start_from=start, results_per_page=size + (start is not None)
+            )
+            page = builtins.list(islice((b for b in blobs if start is None or str(b.name) > start), size))
+            fresh = [(str(b.name), str(b.etag), b.last_modified) for b in page if str(b.name) < until]
+            listed += fresh
+            if len(fresh) < len(page) or len(page) < size:
+                break
+            start = listed[-1][0]
+        stale_before = stale_before or datetime.now(UTC) - timedelta(seconds=ORPHAN_ENTRY_GRACE_S)
+        found = []
+        for (name, etag, modified), job in zip(
+            listed, self._lister.map(self._find_readable, [due.job_of(n) for n, _, _ in listed]), strict=True
+        ):
+            if isinstance(job, _Unreadable):
+                continue
+            if job is not None and job.due_entry == name:
+                found.append(job)
+            elif job is not None or (modified is not None and modified < stale_before):
+                self._delete_entry(name, etag=etag)
+        return found
+
+    def index_due(self, job: Job) -> None:
+        """Give an unfinished, settled job found without its due entry its entry (the census's repair)."""
+        name = due.entry_name(job)
+        if name is None:
+            return
+        if job.due_entry == name:  # the document names it: the entry alone was lost
+            self._put_entry(name)
+            return
+        self.update(job.id, lambda current: None if current.state.terminal else current)
+
+    def census_page(self, prefix: str, token: str | None, size: int) -> tuple[builtins.list[Any], str | None]:
+        """One page of blobs under ``prefix`` from ``token``, and the token of the next (None: the end)."""
+        pages = self._container.list_blobs(name_starts_with=prefix, results_per_page=size).by_page(
+            continuation_token=token
+        )
+        page = builtins.list(next(pages, []))
+        return page, pages.continuation_token  # type: ignore[attr-defined]
+
     def retire(self, job: Job, *, repair: bool = False) -> None:
         """Delete the ``active/`` entry of a job that has ended; with ``repair``, make sure of its ``ended/``
         entry first (the ending write made it, unless a crash came before the document).
@@ -348,6 +414,8 @@ class JobStore:
         if repair:
             self._put_entry(self._state_entry(job))
         self._delete_entry(index.active_entry(job.project_id, index.sort_key(index.position_of(job))))
+        if job.due_entry is not None:  # an ending write keeps it until here, so the sweep finds a job not retired
+            self._delete_entry(job.due_entry)
 
     def backfill_index(self) -> int | None:
         """Give jobs stored before the state index (ADR 0011) their entries, once per container.
@@ -398,6 +466,12 @@ class JobStore:
         data = downloader.readall()
         etag = downloader.properties.etag
         return Versioned(Job.model_validate(json.loads(data)), etag)
+
+
+def _with_due(current: Job, updated: Job) -> Job:
+    """``updated`` naming the due entry it should have (an ending write keeps the current one for retire)."""
+    name = current.due_entry if updated.state.terminal else due.entry_name(updated)
+    return updated if updated.due_entry == name else updated.model_copy(update={"due_entry": name})
 
 
 def _metadata(job: Job) -> dict[str, str]:

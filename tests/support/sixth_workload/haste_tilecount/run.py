@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hastegeo.workloads._run.harness import ProgressLog, Workdir, iter_files, run_main, write_manifest
 from hastegeo.workloads._run.params import read_params
-from hastegeo.workloads._run.runtime import ProgressLog, Workdir, iter_files, run_main, write_manifest
 
 from .params import TilecountParams
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from hastegeo.settings_base import BackendSection, CsvMap, queue_limit_field, workload_limits
+from hastegeo.settings_base import BackendSection, CsvMap, poll_max_field, queue_limit_field, workload_limits
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -74,6 +74,7 @@ class BatchSettings(BackendSection):
     queue_limit_s: int = queue_limit_field(
         "HASTE_AZURE_BATCH_QUEUE_LIMIT_S", 1800, "a Batch node (pool resizes time out at 15 min)"
     )
+    poll_max_s: int = poll_max_field("BATCH_POLL_MAX_S", 600, "Azure Batch")
 
     @model_validator(mode="after")
     def _consistent(self) -> BatchSettings:
@@ -94,6 +95,9 @@ class BatchSettings(BackendSection):
 
     def queue_limit(self) -> int:
         return self.queue_limit_s
+
+    def poll_max(self) -> float:
+        return float(self.poll_max_s)
 
     def limits(self, workloads: Iterable[str]) -> dict[str, str]:
         empty = self.empty("account_url", "identity_resource_id")

@@ -1,7 +1,7 @@
 """Spec → Azure ML entities. Pure: builds SDK objects, makes no request and touches no service.
 
 The job's working directory follows the cross-backend contract
-(:mod:`hastegeo.workloads._run.runtime`): Azure ML mounts each input read-only and
+(:mod:`hastegeo.workloads._run.harness`): Azure ML mounts each input read-only and
 the two outputs read-write on datastore paths, and the command links them
 under ``$HASTE_JOB_WORKDIR`` as ``inputs/<dest>``, ``outputs`` and ``logs``
 before it ``exec``\\ s the workload; ``AZ_BATCH_TASK_WORKING_DIR`` names the

@@ -28,7 +28,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from hastegeo.settings_base import BackendSection, CsvMap, load_section, queue_limit_field, workload_limits
+from hastegeo.settings_base import (
+    BackendSection,
+    CsvMap,
+    load_section,
+    poll_max_field,
+    queue_limit_field,
+    workload_limits,
+)
 from hastegeo.workloads.registry import workload_names
 
 
@@ -142,6 +149,7 @@ class AmlSettings(BackendSection):
         1.0, alias="AML_RETRY_DELAY_S", ge=0, description="First delay between attempts (s); doubles each time."
     )
     queue_limit_s: int = queue_limit_field("HASTE_AZURE_ML_QUEUE_LIMIT_S", 3600, "its Azure ML compute")
+    poll_max_s: int = poll_max_field("AML_POLL_MAX_S", 600, "Azure ML")
 
     @model_validator(mode="after")
     def _coordinates(self) -> AmlSettings:
@@ -171,6 +179,9 @@ class AmlSettings(BackendSection):
 
     def queue_limit(self) -> int:
         return self.queue_limit_s
+
+    def poll_max(self) -> float:
+        return float(self.poll_max_s)
 
     def limits(self, workloads: Iterable[str]) -> dict[str, str]:
         """An Environment must come from somewhere: ``AML_IMAGE`` (image source; job specs name no image),

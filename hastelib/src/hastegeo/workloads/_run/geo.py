@@ -26,7 +26,7 @@ from rasterio.windows import Window
 from shapely.geometry import mapping, shape
 from shapely.geometry.base import BaseGeometry
 
-from hastegeo.workloads._run.runtime import WorkloadError
+from hastegeo.workloads._run.harness import WorkloadError
 
 BLOCK = 256
 GDAL_CACHE_MB = 64

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from hastegeo.models.params import Params, first_error, known_keys
-from hastegeo.workloads._run.runtime import ProgressLog, Workdir, WorkloadError, iter_files
+from hastegeo.workloads._run.harness import ProgressLog, Workdir, WorkloadError, iter_files
 
 ParamsT = TypeVar("ParamsT", bound=Params)
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import zipfile
 from typing import Any
 
-from hastegeo.workloads._run.params import read_params
-from hastegeo.workloads._run.runtime import (
+from hastegeo.workloads._run.harness import (
     ProgressLog,
     Workdir,
     WorkloadError,
@@ -21,6 +20,7 @@ from hastegeo.workloads._run.runtime import (
     sha256_file,
     write_manifest,
 )
+from hastegeo.workloads._run.params import read_params
 from hastegeo.workloads.artifacts.params import ArtifactsParams
 
 WORKLOAD = "artifacts"

@@ -28,9 +28,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 from rasterio.windows import Window
 
 from hastegeo.workloads._run import cog, geo
+from hastegeo.workloads._run.harness import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
 from hastegeo.workloads._run.params import default_raster, default_vector, read_params
 from hastegeo.workloads._run.raster_stats import BandStats
-from hastegeo.workloads._run.runtime import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
 from hastegeo.workloads.embedding.format import HEADER_SIZE, write_embeddings
 from hastegeo.workloads.embedding.params import EmbeddingParams
 

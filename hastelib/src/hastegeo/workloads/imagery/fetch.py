@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Protocol, cast
 from urllib.parse import urljoin, urlsplit
 
-from hastegeo.workloads._run.runtime import WorkloadError
+from hastegeo.workloads._run.harness import WorkloadError
 
 ALLOWED_HOSTS_VARIABLE = "HASTE_FETCH_ALLOWED_HOSTS"
 MAX_BYTES_VARIABLE = "HASTE_FETCH_MAX_BYTES"

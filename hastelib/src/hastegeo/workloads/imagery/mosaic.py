@@ -22,7 +22,7 @@ from rasterio.warp import transform_bounds
 from rasterio.windows import Window
 
 from hastegeo.workloads._run import geo
-from hastegeo.workloads._run.runtime import WorkloadError
+from hastegeo.workloads._run.harness import WorkloadError
 
 Bounds = tuple[float, float, float, float]
 EPSILON = 1e-6

@@ -35,9 +35,9 @@ import rasterio
 from affine import Affine
 
 from hastegeo.workloads._run import cog, geo, quicklook
+from hastegeo.workloads._run.harness import ProgressLog, Workdir, WorkloadError, iter_files, run_main, write_manifest
 from hastegeo.workloads._run.params import RASTER_SUFFIXES, input_file, read_params
 from hastegeo.workloads._run.raster_stats import BandStats
-from hastegeo.workloads._run.runtime import ProgressLog, Workdir, WorkloadError, iter_files, run_main, write_manifest
 from hastegeo.workloads.imagery import mosaic
 from hastegeo.workloads.imagery.fetch import Fetcher, FetchPolicy, redact_url
 from hastegeo.workloads.imagery.outline import OutlineBuilder

@@ -28,8 +28,8 @@ import rasterio
 
 from hastegeo.workloads._run import cog, geo, quicklook
 from hastegeo.workloads._run.classifier import PixelClassifier, load_model
+from hastegeo.workloads._run.harness import ProgressLog, Workdir, WorkloadError, iter_files, run_main, write_manifest
 from hastegeo.workloads._run.params import default_raster, default_vector, input_file, read_params
-from hastegeo.workloads._run.runtime import ProgressLog, Workdir, WorkloadError, iter_files, run_main, write_manifest
 from hastegeo.workloads.inference.params import InferenceParams
 
 WORKLOAD = "inference"

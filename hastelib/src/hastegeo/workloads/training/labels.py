@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from hastegeo.workloads._run import geo
 from hastegeo.workloads._run.classifier import Dataset
-from hastegeo.workloads._run.runtime import WorkloadError
+from hastegeo.workloads._run.harness import WorkloadError
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ import numpy as np
 
 from hastegeo.workloads._run import geo
 from hastegeo.workloads._run.classifier import confusion_matrix, train
+from hastegeo.workloads._run.harness import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
 from hastegeo.workloads._run.params import default_raster, default_vector, read_params
-from hastegeo.workloads._run.runtime import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
 from hastegeo.workloads.training import labels
 from hastegeo.workloads.training.params import TrainingParams
 

@@ -1,0 +1,81 @@
+"""The due index: which unfinished jobs the reconciler must look at, by when (pure; ADR 0041).
+
+An entry is an empty blob ``due/<bucket>/<job id>``; ``<bucket>`` names the start of a
+:data:`GRID_S` window (``YYYYMMDDHHMM``, so names sort by time) at or before the moment the
+reconciler must read the job: its poll chain overdue by :data:`CHAIN_GRACE_S`, its deadline,
+or a queued job gone quiet for :data:`QUIET_S`. A pass lists the buckets already due and reads
+only those jobs (:meth:`hastegeo.store.jobs.JobStore.due`).
+
+The document names its entry (``Job.due_entry``); the store's writes keep the two true the way
+the state index is kept (ADR 0011): the new entry before the document, the old one deleted after,
+so a crash leaves an entry too many (the reconciler deletes it: its name is not the document's),
+never one too few. An entry is a hint: every decision is taken on the document.
+
+Costs on a job's own path: a job gets an entry only once it has *settled* (its chain's due time,
+or its last write, at least :data:`SETTLE_S` after its creation), so a job that starts and ends
+within minutes never writes one (its 26 storage calls are unchanged); the entry moves only when
+the due time crosses into another bucket (with :data:`GRID_S` ≤ :data:`CHAIN_GRACE_S`, a live
+chain's entry is never due). Jobs without an entry (young ones, and those stored before this
+index) are found by the census (:mod:`hastegeo.store.census`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
+
+DUE = "due/"
+GRID_S = 300
+# How long past its due time a poll message may stay unhandled before its chain is taken for lost
+# (hastegeo.pipeline.reconcile.chain_quiet). GRID_S must not exceed it: see the module docstring.
+CHAIN_GRACE_S = 300.0
+# A job queued or submitting this long since its last write may have lost its submit message.
+QUIET_S = 30.0
+# A job gets its entry once it has lived this long (before, the census finds it: ADR 0041).
+SETTLE_S = 300.0
+FOLLOWED = frozenset({JobState.RUNNING, JobState.CANCEL_REQUESTED, JobState.POSTPROCESSING})
+_FORMAT = "%Y%m%d%H%M"
+
+
+def look_at(job: Job) -> datetime:
+    """When the reconciler must read the unfinished ``job`` at the latest (pure)."""
+    if job.state in FOLLOWED:
+        # No due time recorded: the chain is re-armed on every pass (a record from before it was kept).
+        when = job.updated_at if job.poll_due_at is None else job.poll_due_at + timedelta(seconds=CHAIN_GRACE_S)
+    else:
+        when = job.updated_at + timedelta(seconds=QUIET_S)
+    return min(when, job.deadline_at)
+
+
+def settled(job: Job) -> bool:
+    """Whether ``job`` has lived long enough to keep an entry (from its own fields: pure)."""
+    reference = job.poll_due_at or job.updated_at
+    return (reference - job.created_at).total_seconds() >= SETTLE_S
+
+
+def bucket(when: datetime) -> str:
+    """The name of the :data:`GRID_S` window holding ``when`` (UTC)."""
+    seconds = int(when.astimezone(UTC).timestamp())
+    return datetime.fromtimestamp(seconds - seconds % GRID_S, UTC).strftime(_FORMAT)
+
+
+def entry_name(job: Job) -> str | None:
+    """The entry ``job`` should have, or None (ended, or not settled yet)."""
+    if job.state.terminal or not settled(job):
+        return None
+    return f"{DUE}{bucket(look_at(job))}/{job.id}"
+
+
+def due_until(now: datetime) -> str:
+    """Names up to this one (exclusive) are in buckets that have begun by ``now``."""
+    return f"{DUE}{bucket(now)}0"  # "0" sorts after "/": the whole bucket of ``now`` is in
+
+
+def job_of(name: str) -> str:
+    return name.rpartition("/")[2]
+
+
+def bucket_of(name: str) -> str:
+    return name.removeprefix(DUE).partition("/")[0]
