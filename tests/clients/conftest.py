@@ -36,6 +36,8 @@ NOT_DRIVEN = {
     "consoleIndex": "a file for a browser (tests/browser)",
     "consoleConfig": "a file for a browser (tests/browser)",
     "consoleFile": "a file for a browser (tests/browser)",
+    "getProjectCosts": "read by `haste costs` and the console (tests/unit/cli, tests/browser, tests/integration/costs)",
+    "setProjectBudget": "an admin's call (tests/integration/costs); the clients' walk runs as a submitter",
 }
 
 
