@@ -177,6 +177,14 @@ param hasteBackendMaxRunning string
 param hasteOtelExport string
 @description('App setting HASTE_PRICES_BLOB; its meaning is in docs/deploy.md.')
 param hastePricesBlob string
+@description('App setting HASTE_BUDGET_ACTION; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteBudgetAction string
+@description('App setting HASTE_PROJECT_BUDGETS; its meaning is in docs/deploy.md.')
+param hasteProjectBudgets string
+@description('App setting HASTE_BUDGET_WARN_PERCENT; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteBudgetWarnPercent string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -445,6 +453,9 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteBackendMaxRunning: hasteBackendMaxRunning
     hasteOtelExport: hasteOtelExport
     hastePricesBlob: hastePricesBlob
+    hasteBudgetAction: hasteBudgetAction
+    hasteProjectBudgets: hasteProjectBudgets
+    hasteBudgetWarnPercent: hasteBudgetWarnPercent
     batchRetentionS: batchRetentionS
     batchRequestTimeoutS: batchRequestTimeoutS
     batchRetryAttempts: batchRetryAttempts

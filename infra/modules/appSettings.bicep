@@ -107,6 +107,14 @@ param hasteBackendMaxRunning string
 param hasteOtelExport string
 @description('App setting HASTE_PRICES_BLOB; its meaning is in docs/deploy.md.')
 param hastePricesBlob string
+@description('App setting HASTE_BUDGET_ACTION; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteBudgetAction string
+@description('App setting HASTE_PROJECT_BUDGETS; its meaning is in docs/deploy.md.')
+param hasteProjectBudgets string
+@description('App setting HASTE_BUDGET_WARN_PERCENT; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteBudgetWarnPercent string
 @description('App setting BATCH_RETENTION_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchRetentionS string
@@ -237,6 +245,9 @@ var operatorSettings = {
   HASTE_BACKEND_MAX_RUNNING: hasteBackendMaxRunning
   HASTE_OTEL_EXPORT: hasteOtelExport
   HASTE_PRICES_BLOB: hastePricesBlob // empty: the price table shipped with the app (docs/operations.md)
+  HASTE_BUDGET_ACTION: hasteBudgetAction
+  HASTE_PROJECT_BUDGETS: hasteProjectBudgets
+  HASTE_BUDGET_WARN_PERCENT: hasteBudgetWarnPercent
   BATCH_RETENTION_S: batchRetentionS
   BATCH_REQUEST_TIMEOUT_S: batchRequestTimeoutS
   BATCH_RETRY_ATTEMPTS: batchRetryAttempts
@@ -273,7 +284,9 @@ var derivedSettings = {
   BATCH_IMAGES: batchImages
   BATCH_REGISTRY: registryLoginServer
   BATCH_IDENTITY_RESOURCE_ID: poolIdentityId
+  BATCH_REGION: '' // read from BATCH_ACCOUNT_URL (<account>.<region>.batch.azure.com)
   AML_MANAGED_IDENTITY_CLIENT_ID: '' // the app calls Azure ML with its system-assigned identity
+  AML_REGION: '' // each cluster reports its own location
   HASTE_EVENTGRID_ENDPOINT: eventGridEndpoint // empty: the jobs-events queue only (docs/events.md)
 }
 

@@ -41,6 +41,8 @@ NOT_DRIVEN = {
     "getGroup": "job groups (ADR 0040): not driven through the generated clients yet",
     "cancelGroup": "job groups (ADR 0040): not driven through the generated clients yet",
     "retryGroup": "job groups (ADR 0040): not driven through the generated clients yet",
+    "getProjectCosts": "read by `haste costs` and the console (tests/unit/cli, tests/browser, tests/integration/costs)",
+    "setProjectBudget": "an admin's call (tests/integration/costs); the clients' walk runs as a submitter",
 }
 
 

@@ -57,6 +57,8 @@ OPERATIONS = (
     "cancelJob",
     "retryJob",
     "listBackends",
+    "getProjectCosts",
+    "setProjectBudget",
     "health",
     "openapi",
     "consoleIndex",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -32,9 +32,9 @@ from azure.storage.blob import ContainerClient, ContentSettings
 from hastegeo.config import CostSettings
 from hastegeo.costs.attribution import to_cents
 from hastegeo.costs.pricer import Pricer
-from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.totals import PREFIX, CostTotals, Month, month_of
+from hastegeo.store.jobs import JobStore
 from hastegeo.utils.errors import ConflictError
 
 OVERRIDES = f"{PREFIX}/budgets.json"
@@ -166,19 +166,26 @@ class Budgets:
         currency = written.currency or self._currency()
         self._send([budget_event(project, month, level, budget, written.spent(), currency)])
 
-    def commit(self, jobs: Iterable[Job], totals: CostTotals, pricer: Pricer) -> None:
-        """Record each budgeted project's running jobs' cost so far in its month (the reconciler's pass)."""
-        projects = self.projects()
-        if not projects:
-            return
+    def commit(self, store: JobStore, totals: CostTotals, pricer: Pricer) -> None:
+        """Record each budgeted project's running jobs' cost so far in its month (the reconciler's pass).
+
+        Lists each budgeted project's jobs in :data:`RUNNING` states (the project's state index: one
+        listing and one read per such job, ADR 0011), prices their runs so far, and writes the month
+        when the sum changed.
+        """
         now = self._clock()
-        committed = dict.fromkeys(projects, Decimal(0))
-        for job in jobs:
-            if job.project_id in committed and job.state in RUNNING and job.usage is not None:
-                amount = pricer.cost(job.usage.so_far(now)).amount
-                committed[job.project_id] += amount or Decimal(0)  # unknown: not counted (it is said so on the job)
-        for project, amount in committed.items():
-            totals.commit(project, month_of(now.date()), amount)
+        for project in sorted(self.projects()):
+            committed, token = Decimal(0), None
+            while True:
+                page = store.list(project, states=RUNNING, page_size=200, continuation_token=token)
+                for job in page.jobs:
+                    if job.state in RUNNING and job.usage is not None:
+                        amount = pricer.cost(job.usage.so_far(now)).amount
+                        committed += amount or Decimal(0)  # unknown: not counted (the job says why when it ends)
+                token = page.continuation_token
+                if not token:
+                    break
+            totals.commit(project, month_of(now.date()), committed)
 
     # -- the overrides blob ----------------------------------------------------------------
 

@@ -148,14 +148,14 @@ class ReconcileStep:
                 log.info("reconcile at %s: %s", now.isoformat(), report.summary())
             return report
 
-    def _commit_costs(self, jobs: list[Job]) -> None:
+    def _commit_costs(self) -> None:
         """Budgeted projects' running jobs' cost so far, into their month's totals (ADR 0042); best effort."""
         deps = self._deps
         if deps.budgets is None or deps.pricer is None or deps.journal.totals is None:
             return
         try:
-            deps.budgets.commit(jobs, deps.journal.totals, deps.pricer)
-        except (AzureError, ConflictError) as exc:
+            deps.budgets.commit(deps.store, deps.journal.totals, deps.pricer)
+        except (AzureError, ConflictError, TimeoutError) as exc:
             log.info("reconcile: running jobs' cost so far not recorded (%s); the next pass does", exc)
 
     def _jobs(self, report: ReconcileReport) -> None:
@@ -175,7 +175,7 @@ class ReconcileStep:
             self._failed("jobs", "cannot list the unfinished jobs", exc, report)
             return
         self._post_board([item.job for item in unfinished if item.job is not None])
-        self._commit_costs([item.job for item in unfinished if item.job is not None])
+        self._commit_costs()
         for item in unfinished:
             try:
                 self._reconcile(item, report)
