@@ -17,6 +17,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.journal import JobJournal, Unfinished
 from hastegeo.store import index
 from hastegeo.store.jobs import JobStore
+from hastegeo.utils.errors import ConflictError
 from tests.conftest import RuntimeFactory
 
 from .test_store import NOW, new_job
@@ -241,3 +242,24 @@ def test_a_change_that_does_not_end_the_job_writes_its_document_alone(make_runti
     counted.update(job.id, lambda j: record(j, now=NOW, limit=50, message="a note", source="t"))
     assert len(writes) == 2
     assert all(url.endswith(f"/jobs/{job.id}.json") for url in writes)
+
+
+def test_a_change_refused_after_a_lost_race_leaves_no_ended_entry_of_its_own(make_runtime: RuntimeFactory) -> None:
+    """A cancel writes its ``ended/cancelled`` entry, loses the ETag race to a failure, and is then refused (the
+    job ended): the entry it wrote goes, so the index names only the state the document has."""
+    store = make_runtime().store
+    job = move(store, store_new(store), JobState.RUNNING)
+    stale = store.read(job.id)
+    journal_of(store).update(
+        job.id, lambda j: record(j, now=NOW, limit=50, message="x", source="t", state=JobState.FAILED)
+    )
+
+    def cancel(current: Job) -> Job:
+        if current.state.terminal:
+            raise ConflictError(f"Job {current.id} already ended")
+        return record(current, now=NOW, limit=50, message="cancelled", source="t", state=JobState.CANCELLED)
+
+    with pytest.raises(ConflictError):
+        store.update(job.id, cancel, known=stale)  # first try on the stale copy: writes the entry, loses the race
+    assert names(store, "ended/p1/cancelled/") == []
+    assert len(names(store, "ended/p1/failed/")) == 1

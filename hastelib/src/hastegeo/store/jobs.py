@@ -188,7 +188,13 @@ class JobStore:
         dues: set[str] = set()  # due entries this call wrote (store/due.py)
         for attempt in range(self._max_attempts):
             current, etag = known if (known is not None and attempt == 0) else self._read(job_id)
-            updated = change(current)
+            try:
+                updated = change(current)
+            except Exception:
+                # A refusal (a cancel of a job another writer ended meanwhile): the entries an earlier try of
+                # this call wrote for another ending go too, as when the change says "nothing to do".
+                self._drop_ended(current, ended)
+                raise
             if updated is None:
                 self._drop_ended(current, ended)
                 return Update(current, etag, wrote=False, previous=current.state)
