@@ -180,22 +180,31 @@ def _nodes(body: Any) -> Iterator[tuple[Any, str]]:
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
 
 
+def check_body(body: Any, what: str, shown: int | None = None) -> Mapping[str, Any]:
+    """``body`` if it is a JSON object of a sane depth holding no credential; ``what`` names it in the refusal.
+
+    Raises RequestRejected naming the credentials' paths (the first ``shown`` of them; all by default).
+    """
+    if not isinstance(body, Mapping):
+        raise RequestRejected("The body must be a JSON object", [("", "expected an object")])
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")])
+    secrets = credential_paths(body)[:shown]
+    if secrets:
+        raise RequestRejected(
+            f"Credentials cannot be sent in {what}",
+            [(_short(path), "holds a credential (signature, key or token); name blobs instead") for path in secrets],
+        )
+    return body
+
+
 def parse_request(body: Any) -> JobRequest:
     """Validate a decoded JSON body as a :class:`JobRequest`.
 
     Raises:
         RequestRejected: naming server-owned fields, or each invalid field's path.
     """
-    if not isinstance(body, Mapping):
-        raise RequestRejected("The body must be a JSON object", [("", "expected an object")])
-    if json_depth(body) > MAX_JSON_DEPTH:
-        raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")])
-    secrets = credential_paths(body)
-    if secrets:
-        raise RequestRejected(
-            "Credentials cannot be sent in a job request",
-            [(_short(path), "holds a credential (signature, key or token); name blobs instead") for path in secrets],
-        )
+    check_body(body, "a job request")
     owned = server_owned_fields_in(body)
     if owned:
         raise RequestRejected(

@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -35,12 +35,10 @@ from hastegeo.models.job import Job, Submitter
 from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import (
-    MAX_JSON_DEPTH,
     GroupSlot,
     JobAcceptor,
     RequestRejected,
-    credential_paths,
-    json_depth,
+    check_body,
 )
 from hastegeo.pipeline.after import Dependencies
 from hastegeo.pipeline.cancel import CancelStep
@@ -60,19 +58,7 @@ def parse_group(body: Any) -> GroupRequest:
 
     Raises RequestRejected naming each invalid field's path.
     """
-    if not isinstance(body, Mapping):
-        raise RequestRejected("The body must be a JSON object", [("", "expected an object")])
-    if json_depth(body) > MAX_JSON_DEPTH:
-        raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")])
-    secrets = credential_paths(body)
-    if secrets:
-        raise RequestRejected(
-            "Credentials cannot be sent in a group request",
-            [
-                (path[:200], "holds a credential (signature, key or token); name blobs instead")
-                for path in secrets[:ERRORS_SHOWN]
-            ],
-        )
+    check_body(body, "a group request", ERRORS_SHOWN)
     try:
         return GroupRequest.model_validate(dict(body))
     except ValidationError as exc:
