@@ -76,13 +76,15 @@ def submit_group(req: func.HttpRequest) -> func.HttpResponse:
     return json_response(group.view(), 202 if created else 200, {"Location": f"/api/groups/{group.id}"})
 
 
-def _group(req: func.HttpRequest, route: str, action: str) -> tuple[Pipeline, Principal, Group]:
-    """The group the route names, once the caller may ``action`` it.
+def _group(
+    req: func.HttpRequest, route: str, action: str, group_id: str | None = None
+) -> tuple[Pipeline, Principal, Group]:
+    """The group ``group_id`` (by default the one the route names), once the caller may ``action`` it.
 
     Raises Denied: 404 for a missing group or one the caller may not read, 403 for one they may read only.
     """
     runtime = get_runtime()
-    group_id = req.route_params.get("id", "")
+    group_id = req.route_params.get("id", "") if group_id is None else group_id
     principal = caller(req, runtime.settings.auth, route)
     if not is_id(group_id):
         raise Denied(group_not_found(group_id))
@@ -142,19 +144,8 @@ def list_group_jobs(req: func.HttpRequest, group_id: str) -> func.HttpResponse:
 
     ``continuationToken`` is the index of the next item (a group's order never changes).
     """
-    runtime = get_runtime()
     try:
-        principal = caller(req, runtime.settings.auth, "jobs")
-        if not is_id(group_id):
-            raise Denied(group_not_found(group_id))
-        try:
-            group = runtime.api.deps.groups.get(group_id)  # type: ignore[union-attr]
-        except GroupNotFoundError:
-            raise Denied(group_not_found(group_id)) from None
-        decision = job_access(principal, group.project_id, "read")
-        if not decision and decision.conceal:
-            raise Denied(group_not_found(group_id))
-        require(decision, principal, req, "jobs", group.project_id)
+        api, _, group = _group(req, "jobs", "read", group_id)
     except Denied as denied:
         return denied.response
     size_text = req.params.get("pageSize", "50")
@@ -166,6 +157,6 @@ def list_group_jobs(req: func.HttpRequest, group_id: str) -> func.HttpResponse:
     start, size = int(token), int(size_text)
     end = min(start + size, group.item_count)
     ids = [group.job_id(i) for i in range(start, end)]
-    found = list(_readers.map(runtime.api.store.find, ids))
+    found = list(_readers.map(api.store.find, ids))
     items = [job.summary_view() for job in found if job is not None]
     return json_response({"items": items, "continuationToken": str(end) if end < group.item_count else None})
