@@ -185,6 +185,14 @@ _COUNTS = {
     "byBackend": _by("backend"),
     "byWorkload": _by("workload"),
     "byGroup": _by("group"),
+    **{
+        f"unpricedBy{what.title()}": {
+            "type": "object",
+            "additionalProperties": {"type": "integer"},
+            "description": f"Jobs whose cost is not known, by {what}.",
+        }
+        for what in ("backend", "workload", "group")
+    },
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import azure.functions as func
 
@@ -106,10 +107,22 @@ def _group(
 @storage_guarded
 def get_group(req: func.HttpRequest) -> func.HttpResponse:
     try:
-        _, _, group = _group(req, "groups/{id}", "read")
+        api, _, group = _group(req, "groups/{id}", "read")
     except Denied as denied:
         return denied.response
-    return json_response(group.view())
+    return json_response({**group.view(), "cost": _cost(api, group)})
+
+
+def _cost(api: Pipeline, group: Group) -> dict[str, Any] | None:
+    """The group's items' cost so far, from its project's running totals (one read per month it spans)."""
+    totals = api.journal.totals
+    if totals is None:
+        return None
+    end = (group.completed_at or api.deps.clock()).date()
+    cost = totals.of_group(group.project_id, group.id, group.created_at.date(), max(end, group.created_at.date()))
+    counts = group.counts()
+    ended = counts["succeeded"] + counts["failed"] + counts["cancelled"]
+    return cost.view(ended=ended, complete=group.completed_at is not None)
 
 
 @bp.route(route="groups/{id}/cancel", methods=["POST"])

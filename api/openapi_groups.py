@@ -76,6 +76,20 @@ def group_schemas() -> dict[str, Any]:
             "completedAt": {"type": ["string", "null"], "format": "date-time"},
             "retried": {"type": "integer", "description": "Items made again (retry only)"},
             "links": {"title": "GroupLinks", "type": "object", "properties": {"jobs": {"type": "string"}}},
+            "cost": {
+                "title": "GroupCost",
+                "type": ["object", "null"],
+                "description": "What the group's ended items cost, every attempt counted, from the project's "
+                "running totals (GET only; null where totals are not kept). The amount is final once every "
+                "item ended and all were priced; items with no known price are counted apart, never as 0.",
+                "properties": {
+                    "amount": {"type": ["string", "null"], "description": "Decimal string; null: none priced"},
+                    "currency": {"type": ["string", "null"]},
+                    "endedItems": count,
+                    "unpricedItems": count,
+                    "final": {"type": "boolean"},
+                },
+            },
         },
     }
     return found

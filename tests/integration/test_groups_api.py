@@ -74,3 +74,43 @@ def test_a_bad_group_gets_a_400_naming_the_item_field_and_stores_nothing() -> No
     assert status == 400
     assert problem["errors"][0]["field"] == "items"
     assert stored_groups() == []
+
+
+@pytest.mark.usefixtures("api")
+def test_a_group_costs_the_sum_of_its_ended_items_and_says_when_it_is_not_whole() -> None:
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from hastegeo.costs.attribution import Cost
+    from hastegeo.models.states import JobState
+
+    status, group, _ = call("submit_group", "POST", "/api/groups", BODY)
+    assert status == 202
+    runtime = get_runtime()
+    runtime.api.groups.handle(GroupMessage(group_id=group["id"]))
+    totals = runtime.api.journal.totals
+    assert totals is not None
+    read = lambda: call("get_group", "GET", f"/api/groups/{group['id']}", route_params={"id": group["id"]})[1]  # noqa: E731
+    assert read()["cost"] == {
+        "amount": None,
+        "currency": None,
+        "endedItems": 0,
+        "unpricedItems": 0,
+        "final": False,
+    }
+    now = datetime.now(UTC)
+    amounts = {0: "0.40", 1: "1.15", 2: None}
+    for index, amount in amounts.items():
+        job = runtime.api.deps.store.get(f"{group['id']}-{index}")
+        cost = (
+            Cost(amount=Decimal(amount), currency="USD", attributed=False)
+            if amount
+            else Cost(amount=None, currency=None, reason="no price for Standard_X in westeurope", attributed=False)
+        )
+        ended = job.model_copy(update={"state": JobState.SUCCEEDED, "finished_at": now, "cost": cost})
+        totals.add(ended)
+        totals.add(ended)  # redelivered: counted once
+    other = job.model_copy(update={"id": "x1", "group_id": "gother", "state": JobState.SUCCEEDED, "finished_at": now})
+    totals.add(other.model_copy(update={"cost": Cost(amount=Decimal("9"), currency="USD", attributed=False)}))
+    cost = read()["cost"]
+    assert (cost["amount"], cost["currency"], cost["unpricedItems"], cost["final"]) == ("1.55", "USD", 1, False)

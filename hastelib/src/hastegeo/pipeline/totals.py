@@ -43,16 +43,22 @@ class Day:
     jobs: int = 0
     unpriced: int = 0  # jobs counted whose cost was not known (not in ``amount``)
     by: dict[str, dict[str, Decimal]] = field(default_factory=lambda: {name: {} for name in BREAKDOWNS})
+    # The unpriced jobs by the same breakdowns: a group's amount is whole only when none of its items is here.
+    unpriced_by: dict[str, dict[str, int]] = field(default_factory=lambda: {name: {} for name in BREAKDOWNS})
 
     def add(self, job: Job, amount: Decimal | None) -> None:
         self.jobs += 1
         if amount is None:
             self.unpriced += 1
-            return
-        self.amount += amount
+        else:
+            self.amount += amount
         for name, key_of in BREAKDOWNS.items():
             key = key_of(job)
-            if key:
+            if not key:
+                continue
+            if amount is None:
+                self.unpriced_by[name][key] = self.unpriced_by[name].get(key, 0) + 1
+            else:
                 self.by[name][key] = self.by[name].get(key, Decimal(0)) + amount
 
     def merge(self, other: Day) -> None:
@@ -63,6 +69,10 @@ class Day:
             mine = self.by.setdefault(name, {})
             for key, value in values.items():
                 mine[key] = mine.get(key, Decimal(0)) + value
+        for name, counts in other.unpriced_by.items():
+            known = self.unpriced_by.setdefault(name, {})
+            for key, count in counts.items():
+                known[key] = known.get(key, 0) + count
 
     def view(self) -> dict[str, Any]:
         return {
@@ -70,6 +80,7 @@ class Day:
             "jobs": self.jobs,
             "unpriced": self.unpriced,
             **{f"by{name.title()}": {k: str(v) for k, v in sorted(values.items())} for name, values in self.by.items()},
+            **{f"unpricedBy{name.title()}": dict(sorted(counts.items())) for name, counts in self.unpriced_by.items()},
         }
 
     @classmethod
@@ -79,6 +90,9 @@ class Day:
             jobs=int(body.get("jobs", 0)),
             unpriced=int(body.get("unpriced", 0)),
             by={name: {k: Decimal(v) for k, v in body.get(f"by{name.title()}", {}).items()} for name in BREAKDOWNS},
+            unpriced_by={
+                name: {k: int(v) for k, v in body.get(f"unpricedBy{name.title()}", {}).items()} for name in BREAKDOWNS
+            },
         )
 
 
@@ -155,6 +169,25 @@ def months_between(start: date, end: date) -> list[str]:
         months.append(f"{year:04d}-{month:02d}")
         year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return months
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    """A group's items' cost so far: ``amount`` of the priced ones, and how many ended with no known price."""
+
+    currency: str | None
+    amount: Decimal
+    unpriced: int
+
+    def view(self, *, ended: int, complete: bool) -> dict[str, Any]:
+        """The group's ``cost`` member: the amount is whole (``final``) once every item ended and all were priced."""
+        return {
+            "amount": str(self.amount) if self.currency or self.amount else None,
+            "currency": self.currency,
+            "endedItems": ended,
+            "unpricedItems": self.unpriced,
+            "final": complete and self.unpriced == 0,
+        }
 
 
 # A budget level a month's spending reached: (project, month, level in percent, the month as written).
@@ -239,6 +272,13 @@ class CostTotals:
             currency = currency or month.currency
             days.update({d: v for d, v in month.days.items() if start.isoformat() <= d <= end.isoformat() and v.jobs})
         return currency, dict(sorted(days.items()))
+
+    def of_group(self, project: str, group: str, start: date, end: date) -> GroupCost:
+        """What the ended items of ``group`` (every attempt) cost, from its totals: one read per month."""
+        currency, days = self.between(project, start, end)
+        amount = sum((day.by.get("group", {}).get(group, Decimal(0)) for day in days.values()), Decimal(0))
+        unpriced = sum(day.unpriced_by.get("group", {}).get(group, 0) for day in days.values())
+        return GroupCost(currency, amount, unpriced)
 
     def _blob(self, project: str, month: str) -> Any:
         return self._container.get_blob_client(f"{PREFIX}/{project}/{month}.json")
