@@ -7,7 +7,7 @@ from api.group_routes import bp as group_blueprint
 from api.http_routes import bp as http_blueprint
 from api.queue_triggers import bp as queue_blueprint
 from api.timer_triggers import bp as timer_blueprint
-from hastegeo.config import http_auth_level, telemetry_settings
+from hastegeo.settings.app import http_auth_level, telemetry_settings
 from hastegeo.telemetry.configure import configure_telemetry
 from hastegeo.utils.redaction import install_redacting_filter
 

@@ -24,8 +24,8 @@ from hastegeo.auth import (
     PrincipalError,
     parse_principal,
 )
-from hastegeo.config import AuthSettings
 from hastegeo.models.job import Submitter
+from hastegeo.settings.app import AuthSettings
 
 log = logging.getLogger(__name__)
 

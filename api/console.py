@@ -22,7 +22,7 @@ import azure.functions as func
 
 from api.console_policy import console_config, security_headers
 from api.problems import problem
-from hastegeo.settings import get_settings
+from hastegeo.settings.load import get_settings
 from hastegeo.utils.errors import ConfigurationError
 
 bp = func.Blueprint()  # type: ignore[no-untyped-call]

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo import __version__
-from hastegeo.config import Settings, StorageSettings
+from hastegeo.settings.app import Settings, StorageSettings
 
 LOGIN_ORIGIN = "https://login.microsoftonline.com"
 

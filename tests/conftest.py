@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo_dev.devhost.azurite import Azurite
 from tests.support.runtime import development_runtime
 
@@ -77,7 +77,7 @@ def api_settings(
     Call it with extra settings; the runtime is rebuilt from them, and closed after the test.
     """
     from hastegeo.runtime import ensure_storage, get_runtime, reset_runtime
-    from hastegeo.settings import get_settings
+    from hastegeo.settings.load import get_settings
 
     def apply(**overrides: str) -> None:
         settings = {

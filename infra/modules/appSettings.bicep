@@ -1,7 +1,7 @@
 // The ONE list of the Functions app's settings. Nothing else in infra/ emits an app setting.
 //
 // .github/scripts/check_drift.py reads this file and compares it with the settings the code
-// declares (hastegeo.settings) and the variables .github/workflows/deploy.yml passes. Keep it
+// declares (hastegeo.settings.load) and the variables .github/workflows/deploy.yml passes. Keep it
 // easy to read for both people and that script:
 //   - one `NAME: expression` per line inside the three objects at the end;
 //   - an expression uses only this file's parameters and vars, string literals, `==`/`!=`,

@@ -32,7 +32,7 @@ from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo.runtime import ensure_storage, reset_runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo_dev.devhost.host import DevHost
 from hastegeo_dev.stack import LocalStack
 from tests.bench import thread_profile

@@ -30,7 +30,7 @@ from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJob
 from hastegeo.pipeline.admission import Admission
 from hastegeo.pipeline.admission.book import AdmissionBook
 from hastegeo.pipeline.admission.fairshare import Limits
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage, QueueSender
 from hastegeo_dev.testing.batch_service import BatchTestService
 

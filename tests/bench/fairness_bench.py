@@ -35,7 +35,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec
 from hastegeo.compute.local.adapter import LocalBackend
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.files import read_json
 from hastegeo_dev.devhost.azurite import Azurite
 from tests.bench import fairness_batch

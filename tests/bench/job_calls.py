@@ -26,7 +26,7 @@ from pathlib import Path
 
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from tests.bench import storage_calls
 from tests.bench.profile_summary import Profile, lines

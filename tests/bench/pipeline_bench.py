@@ -63,7 +63,7 @@ from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from hastegeo.cli.client import ApiClient, ApiError
 from hastegeo.compute.local.settings import LocalSettings
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store import index
 from hastegeo.telemetry.export import export_cost
 from hastegeo.utils.priority import lower_priority

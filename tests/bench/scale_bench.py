@@ -58,7 +58,7 @@ from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.totals import PREFIX as TOTALS_PREFIX
 from hastegeo.pipeline.totals import Day, Month, month_of
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store import due, index
 from hastegeo.store.jobs import JobStore, _metadata
 from hastegeo.store.queues import POLL_QUEUE, JobMessage

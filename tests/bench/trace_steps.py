@@ -39,7 +39,7 @@ CONNECTION = "HASTE_TRACE_STEPS_STORAGE"  # the child's storage, passed in its e
 def child(export: str, connection_string: str, root: Path, jobs: int) -> dict[str, float]:
     """Run ``jobs`` artifacts jobs' steps in this process with telemetry ``export``; their CPU per job."""
     from hastegeo.pipeline.accept import parse_request
-    from hastegeo.settings import load_settings
+    from hastegeo.settings.load import load_settings
     from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE
     from hastegeo.telemetry.configure import configure_telemetry, flush_telemetry
     from hastegeo.telemetry.export import export_cost

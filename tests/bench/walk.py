@@ -94,7 +94,7 @@ def deliver(runtime: Any, queue: str, handle: Callable[[JobMessage], None], wait
 
 def walk_ending_poll(connection_string: str, workdir: Path) -> Walk:
     """The walk of the poll step that ends the first of two jobs sharing one seat."""
-    from hastegeo.settings import load_settings
+    from hastegeo.settings.load import load_settings
 
     settings = load_settings(
         {

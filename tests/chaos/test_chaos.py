@@ -20,7 +20,7 @@ from hastegeo.cli.client import ApiClient
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.stack import LocalStack

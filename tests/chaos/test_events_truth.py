@@ -21,7 +21,7 @@ from azure.storage.queue import QueueClient
 
 from hastegeo.cli.client import ApiClient
 from hastegeo.pipeline.journal import PUBLISH_GRACE_S
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import EVENTS_QUEUE
 from hastegeo_dev.stack import LocalStack
 from tests.support.runtime import development_runtime

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hastegeo.pipeline.accept import parse_request
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService

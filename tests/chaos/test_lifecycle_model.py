@@ -62,7 +62,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.exits import ExitHandler
 from hastegeo.runtime import Runtime, ensure_storage
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import ConflictError
 from hastegeo.workloads.artifacts.processor import ArtifactsProcessor

@@ -23,7 +23,7 @@ from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
 from hastegeo.compute.catalog import descriptors
 from hastegeo.compute.context import BackendContext
 from hastegeo.runtime import ensure_storage, reset_runtime
-from hastegeo.settings import get_settings
+from hastegeo.settings.load import get_settings
 from hastegeo.workloads._run.harness import WORKDIR_VARIABLE, iter_files, run_main
 from hastegeo.workloads.artifacts.run import package
 from hastegeo_dev.devhost.azurite import Azurite

@@ -218,7 +218,7 @@ def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
     # without a submit message (as if that message had failed every delivery), so only the
     # poison path can end it.
     from hastegeo.pipeline.accept import parse_request
-    from hastegeo.settings import load_settings
+    from hastegeo.settings.load import load_settings
 
     runtime = development_runtime(load_settings(stack.env))
     request = parse_request({"workload": "artifacts", "projectId": "p2", "inputs": [{"blob": "p2/small.txt"}]})

@@ -5,7 +5,7 @@ expression evaluated with the drift check's evaluator over main.bicep's paramete
 main.bicepparam gives them, or overrides) and vars; then every entry of appSettings.bicep's
 three settings objects is evaluated over those. A value only Azure knows (a resource property)
 stays an ``Opaque``; :data:`STAND_INS` gives such values a realistic shape so the result can be
-fed to ``hastegeo.settings.load_settings`` — the same check the app makes at start-up.
+fed to ``hastegeo.settings.load.load_settings`` — the same check the app makes at start-up.
 """
 
 from __future__ import annotations

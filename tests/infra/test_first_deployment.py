@@ -14,8 +14,8 @@ import yaml
 
 from hastegeo.compute.azure_ml.entities import source_description
 from hastegeo.compute.azure_ml.settings import AmlSettings
-from hastegeo.config import PipelineSettings
-from hastegeo.settings import load_settings
+from hastegeo.settings.app import PipelineSettings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import REQUESTS_QUEUE
 from hastegeo.utils.errors import ConfigurationError
 from hastegeo.workloads.registry import workload_names

@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.telemetry import meter, tracer
 from tests.drift.conftest import REPO, load_drift
 from tests.infra.emitted import as_environment, emitted_app_settings, module_params, read

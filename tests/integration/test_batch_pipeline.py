@@ -15,7 +15,7 @@ from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.finish import FinishStep
 from hastegeo.pipeline.poll import PollStep
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService

@@ -17,7 +17,7 @@ from hastegeo.models.history import make_event
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.runtime import get_runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.cursor import TOKEN_MAX_CHARS
 from hastegeo.store.jobs import JobStore
 from hastegeo_dev.devhost.azurite import Azurite

@@ -17,7 +17,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, ComputeState
 from hastegeo.compute.local.adapter import LocalBackend
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.files import read_json
 from hastegeo.utils.turns import admission_order
 from hastegeo_dev.devhost.azurite import Azurite

@@ -24,7 +24,7 @@ from hastegeo.compute.fingerprint import legacy_fingerprint
 from hastegeo.compute.local.adapter import LocalBackend
 from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive
 from hastegeo.runtime import transfer_client
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from hastegeo.utils.files import read_json, write_json
 from hastegeo_dev.devhost.azurite import Azurite

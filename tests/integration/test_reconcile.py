@@ -25,7 +25,7 @@ from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.reconcile import CHAIN_GRACE_S, ReconcileStep
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from tests.conftest import RuntimeFactory

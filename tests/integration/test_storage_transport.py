@@ -27,7 +27,7 @@ from azure.storage.blob import BlobServiceClient, ExponentialRetry
 from azure.storage.queue import QueueServiceClient
 
 from hastegeo.runtime import storage_clients, transfer_client
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.transport import DirectSession, transport_options
 from hastegeo_dev.devhost.azurite import Azurite
 

@@ -32,7 +32,7 @@ from azure.core.pipeline.policies import DistributedTracingPolicy
 from azure.core.rest import HttpRequest
 from azure.core.tracing.decorator import distributed_trace
 from azure.storage.blob import BlobServiceClient
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.runtime import storage_clients
 from hastegeo.telemetry.configure import configure_telemetry, flush_telemetry
 from hastegeo.telemetry.tracer import step_span

@@ -21,7 +21,7 @@ from api.openapi import openapi_document
 from hastegeo.cli.main import build_parser
 from hastegeo.compute.catalog import backend_names, descriptors
 from hastegeo.runtime import get_runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo.utils.errors import ConfigurationError, InvalidJobError
 from tests.drift.conftest import load_drift

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hastegeo.config import Settings
 from hastegeo.runtime import Runtime, build_runtime, ensure_storage
+from hastegeo.settings.app import Settings
 
 
 def development_runtime(settings: Settings, **options: Any) -> Runtime:

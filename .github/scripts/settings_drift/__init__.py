@@ -2,7 +2,7 @@
 
 Three sources are read, none of them hard-coded here (docs/adr/0005, 0010):
 
-1. **Code** (:mod:`.code`) — every field of every section in ``hastegeo.settings.sections()``
+1. **Code** (:mod:`.code`) — every field of every section in ``hastegeo.settings.load.sections()``
    (the core ones and each registered backend's, from its descriptor).
 2. **Infra** (:mod:`.bicep`) — ``infra/modules/appSettings.bicep``, the one list of app
    settings (``operatorSettings``, ``derivedSettings``, ``platformSettings``, one

@@ -1,6 +1,6 @@
-"""The settings the code declares, read from ``hastegeo.settings.sections()`` and never listed here.
+"""The settings the code declares, read from ``hastegeo.settings.load.sections()`` and never listed here.
 
-Those are the app's own sections (``hastegeo.config``) and the one each registered backend's
+Those are the app's own sections (``hastegeo.settings.app``) and the one each registered backend's
 descriptor declares, so an installed backend's variables are checked and documented too.
 
 Each field's alias is its environment variable; its description and default
@@ -101,10 +101,10 @@ def not_deployed_reason(name: str) -> str | None:
 
 
 def code_settings(sections: Mapping[str, type[BaseModel]] | None = None) -> dict[str, CodeSetting]:
-    """Every setting the code declares: the fields of every section of ``hastegeo.settings.sections()``
+    """Every setting the code declares: the fields of every section of ``hastegeo.settings.load.sections()``
     (the core ones and each registered backend's, from its descriptor), or of ``sections``."""
     if sections is None:
-        from hastegeo.settings import sections as declared
+        from hastegeo.settings.load import sections as declared
 
         sections = declared()
     settings: dict[str, CodeSetting] = {}

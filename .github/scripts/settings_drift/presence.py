@@ -28,7 +28,7 @@ def _code_and_infra(src: Sources) -> list[Problem]:
     for name in sorted(set(operator) | set(derived)):
         if name not in src.code:
             problems.append(
-                Problem(APP_SETTINGS, name, "emitted by infra but not declared by the code (hastegeo.settings)")
+                Problem(APP_SETTINGS, name, "emitted by infra but not declared by the code (hastegeo.settings.load)")
             )
         elif name not in deployed:
             reason = not_deployed_reason(name)

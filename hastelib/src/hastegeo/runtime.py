@@ -26,7 +26,6 @@ from hastegeo.compute.descriptor import BackendFactory
 from hastegeo.compute.registry import BackendRegistry
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
 from hastegeo.compute.service import ExecutionService
-from hastegeo.config import Settings
 from hastegeo.costs.pricer import Pricer
 from hastegeo.costs.prices import blob_reader
 from hastegeo.events.eventgrid import EventGridTopic
@@ -50,7 +49,8 @@ from hastegeo.pipeline.rerun import Rerun
 from hastegeo.pipeline.submit import SubmitStep
 from hastegeo.pipeline.totals import CostTotals
 from hastegeo.pipeline.upstream import UpstreamStep
-from hastegeo.settings import get_settings
+from hastegeo.settings.app import Settings
+from hastegeo.settings.load import get_settings
 from hastegeo.store.groups import GroupStore
 from hastegeo.store.jobs import JobStore
 from hastegeo.store.queues import ALL_QUEUES, EVENTS_QUEUE, POISON_SUFFIX, POLL_QUEUE, JobMessage, QueueSender

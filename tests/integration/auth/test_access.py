@@ -14,7 +14,7 @@ import pytest
 import api.http_routes as routes
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.runtime import ensure_storage, get_runtime, reset_runtime
-from hastegeo.settings import get_settings
+from hastegeo.settings.load import get_settings
 from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite

@@ -12,7 +12,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.compute.azure_batch.adapter import BatchBackend, create
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle, ComputeJobSpec, ComputeStatus
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
 

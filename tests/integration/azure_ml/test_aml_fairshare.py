@@ -22,7 +22,7 @@ from hastegeo.compute.context import BackendContext
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.aml_standin import StandInMLClient

@@ -23,7 +23,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.pipeline.totals import month_of
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import EVENTS_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from tests.integration.conftest import put_input

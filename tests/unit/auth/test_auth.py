@@ -23,7 +23,7 @@ from hastegeo.auth import (
     parse_principal,
     projects_of,
 )
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.errors import ConfigurationError
 from hastegeo_dev.devhost.principal import parse_dev_principal
 

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from hastegeo.config import HttpAuthLevel, http_auth_level
-from hastegeo.settings import load_settings
+from hastegeo.settings.app import HttpAuthLevel, http_auth_level
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.errors import ConfigurationError
 from tests.drift.conftest import REPO
 

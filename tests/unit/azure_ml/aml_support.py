@@ -7,7 +7,7 @@ from typing import Any
 
 from hastegeo.compute.azure_ml.settings import AmlSettings
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, InputFile
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 
 # azure-ai-ml's marshmallow schemas warn once per class, at import: import it here, quietly.
 with warnings.catch_warnings():

@@ -6,7 +6,7 @@ import azure.functions as func
 import pytest
 
 import api.console as console
-from hastegeo.settings import get_settings
+from hastegeo.settings.load import get_settings
 
 HANDLER = console.console._function.get_user_function()  # type: ignore[attr-defined]
 

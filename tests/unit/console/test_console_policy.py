@@ -8,7 +8,7 @@ import pytest
 
 from api.console import CONTENT_TYPES, static_files
 from api.console_policy import blob_origin, console_config, content_security_policy, security_headers
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.errors import ConfigurationError
 
 AZURITE = (

@@ -8,8 +8,8 @@ from hastegeo.compute.azure_batch import DESCRIPTOR as BATCH
 from hastegeo.compute.azure_batch.settings import BatchSettings
 from hastegeo.compute.azure_ml import DESCRIPTOR as AML
 from hastegeo.compute.azure_ml.settings import AmlSettings
-from hastegeo.settings import load_settings
-from hastegeo.settings_base import DEFAULT_QUEUE_LIMIT_S, BackendSection, load_section, workload_limits
+from hastegeo.settings.fields import DEFAULT_QUEUE_LIMIT_S, BackendSection, load_section, workload_limits
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.errors import ConfigurationError
 
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}

@@ -1,8 +1,8 @@
 """Imports go one way between settings, backends, models and telemetry (docs/adr/0029).
 
-``hastegeo.config`` holds the app's own sections and imports nothing from
+``hastegeo.settings.app`` holds the app's own sections and imports nothing from
 ``hastegeo.compute``; each backend declares its section in its folder and names
-it in its descriptor; :mod:`hastegeo.settings` composes the two from above. The
+it in its descriptor; :mod:`hastegeo.settings.load` composes the two from above. The
 graph read here holds every import a module can make: at module level, inside a
 function, under ``TYPE_CHECKING`` and through ``importlib.import_module`` with a
 literal name, so a cycle hidden by a deferred import is still a cycle.
@@ -16,7 +16,7 @@ from pathlib import Path
 from tests.support.imports import LIBRARY, imported_names, modules_loaded_by, package_of
 
 # The floors below the pipeline whose modules must import one another without a cycle.
-FLOORS = ("auth", "config", "settings", "settings_base", "compute", "models", "telemetry", "utils", "workloads")
+FLOORS = ("auth", "settings", "compute", "models", "telemetry", "utils", "workloads")
 # Cycles that stay inside one package and exist only for type hints (``if TYPE_CHECKING``).
 TYPE_ONLY = [
     ["hastegeo.compute.contract", "hastegeo.compute.fingerprint"],
@@ -98,32 +98,35 @@ def test_the_floors_below_the_pipeline_import_one_another_without_a_cycle() -> N
     assert cycles(floors) == TYPE_ONLY
 
 
-def test_config_and_the_settings_building_blocks_reach_no_backend() -> None:
+def test_the_apps_settings_and_their_building_blocks_reach_no_backend() -> None:
     graph = import_graph()
-    for start in ("hastegeo.config", "hastegeo.settings_base"):
+    assert graph["hastegeo.settings"] == set()  # the package's own module: a backend's section imports it
+    for start in ("hastegeo.settings.app", "hastegeo.settings.fields"):
         assert sorted(name for name in reachable(graph, start) if name.startswith("hastegeo.compute")) == [], start
     # A backend's folder reaches its own settings and never the app's: its descriptor carries the section.
     for backend in ("local", "azure_batch", "azure_ml"):
-        assert "hastegeo.config" not in reachable(graph, f"hastegeo.compute.{backend}"), backend
+        assert "hastegeo.settings.app" not in reachable(graph, f"hastegeo.compute.{backend}"), backend
 
 
-def test_in_a_fresh_interpreter_config_loads_no_backend_and_a_descriptor_loads_no_config() -> None:
-    assert not {name for name in modules_loaded_by("import hastegeo.config") if name.startswith("hastegeo.compute")}
+def test_in_a_fresh_interpreter_the_apps_settings_load_no_backend_and_a_descriptor_loads_none_of_them() -> None:
+    assert not {
+        name for name in modules_loaded_by("import hastegeo.settings.app") if name.startswith("hastegeo.compute")
+    }
     listed = modules_loaded_by("from hastegeo.compute.catalog import descriptors\ndescriptors()")
     assert "hastegeo.compute.local.settings" in listed
-    assert "hastegeo.config" not in listed
+    assert "hastegeo.settings.app" not in listed
 
 
 def test_the_scan_finds_the_knot_it_guards_against() -> None:
     """The control: the cycle this change removed (config → registry → descriptor → config) is found."""
     knot = {
-        "hastegeo.config": {"hastegeo.compute.registry"},
+        "hastegeo.settings.app": {"hastegeo.compute.registry"},
         "hastegeo.compute.registry": {"hastegeo.compute.descriptor"},
-        "hastegeo.compute.descriptor": {"hastegeo.config"},
+        "hastegeo.compute.descriptor": {"hastegeo.settings.app"},
         "hastegeo.models.job": {"hastegeo.compute.registry"},
     }
-    assert cycles(knot) == [["hastegeo.compute.descriptor", "hastegeo.compute.registry", "hastegeo.config"]]
-    assert "hastegeo.compute.catalog" in reachable(import_graph(), "hastegeo.settings")  # edges are read at all
+    assert cycles(knot) == [["hastegeo.compute.descriptor", "hastegeo.compute.registry", "hastegeo.settings.app"]]
+    assert "hastegeo.compute.catalog" in reachable(import_graph(), "hastegeo.settings.load")  # edges are read at all
 
 
 def test_the_job_models_reach_neither_the_pipeline_nor_the_backend_registry() -> None:

@@ -10,7 +10,7 @@ from hastegeo.models.ids import new_job_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.chain import PollChain
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 
 T0 = datetime(2026, 12, 6, 10, 0, tzinfo=UTC)
 SETTINGS = load_settings({"AzureWebJobsStorage": "UseDevelopmentStorage=true", "AML_POLL_MAX_S": "900"})

@@ -117,7 +117,7 @@ def test_the_local_backend_refuses_to_start_inside_azure_functions_unless_allowe
 
     from hastegeo.compute.catalog import descriptors
     from hastegeo.compute.local.adapter import LocalBackend
-    from hastegeo.settings import load_settings
+    from hastegeo.settings.load import load_settings
 
     env = {
         "AzureWebJobsStorage": "UseDevelopmentStorage=true",

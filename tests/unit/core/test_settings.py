@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hastegeo.compute.local.settings import LocalSettings
-from hastegeo.settings import load_settings, sections
-from hastegeo.settings_base import BackendSection
+from hastegeo.settings.fields import BackendSection
+from hastegeo.settings.load import load_settings, sections
 from hastegeo.utils.errors import ConfigurationError
 from hastegeo.workloads.registry import workload_names
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.config import CostSettings
 from hastegeo.costs.prices import (
     PriceTable,
     PriceTableError,
@@ -18,7 +17,8 @@ from hastegeo.costs.prices import (
     shipped_table,
     split_blob_location,
 )
-from hastegeo.settings import load_settings
+from hastegeo.settings.app import CostSettings
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.errors import ConfigurationError
 
 REPO = Path(__file__).resolve().parents[3]

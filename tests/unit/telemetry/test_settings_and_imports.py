@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.config import parse_export, telemetry_settings
-from hastegeo.settings import load_settings
+from hastegeo.settings.app import parse_export, telemetry_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.utils.errors import ConfigurationError
 
 BASE = {"AzureWebJobsStorage": "UseDevelopmentStorage=true"}
@@ -35,7 +35,7 @@ def test_an_unknown_export_fails_at_start_up_naming_the_setting(value: str) -> N
 
 def test_the_workload_launcher_and_the_settings_import_no_opentelemetry() -> None:
     code = (
-        "import sys, hastegeo.workloads.artifacts.run, hastegeo.workloads._run.harness, hastegeo.config\n"
+        "import sys, hastegeo.workloads.artifacts.run, hastegeo.workloads._run.harness, hastegeo.settings.app\n"
         "print(','.join(m for m in sys.modules if m.startswith(('opentelemetry', 'azure.monitor'))))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

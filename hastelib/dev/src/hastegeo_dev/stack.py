@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Self
 
 from hastegeo.runtime import ensure_storage
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo_dev.checkout import repo_root
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.readiness import StartBound, StartWatch

@@ -165,7 +165,7 @@ def job_containers(environ: Mapping[str, str]) -> tuple[str, str]:
     Read through the storage settings' own fields (aliases and defaults), without the rest of
     that section, which needs a storage connection the check has no use for.
     """
-    from hastegeo.config import StorageSettings
+    from hastegeo.settings.app import StorageSettings
 
     fields = StorageSettings.model_fields
 

@@ -220,7 +220,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 def _trace_file() -> Path:
     """HASTE_OTEL_EXPORT's file, else ``.haste/otel.jsonl`` here or in the nearest parent that has one."""
-    from hastegeo.config import parse_export, telemetry_settings
+    from hastegeo.settings.app import parse_export, telemetry_settings
 
     mode, configured = parse_export(telemetry_settings().export)
     if mode == "file" and configured:
@@ -253,7 +253,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_sample_data(args: argparse.Namespace) -> int:
     from hastegeo.cli.sample_data import upload_sample_scene
-    from hastegeo.settings import load_settings
+    from hastegeo.settings.load import load_settings
 
     settings = load_settings()
     if not settings.storage.connection_string:

@@ -66,8 +66,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _blob_location(environ: Mapping[str, str]) -> tuple[str, str]:
-    from hastegeo.config import CostSettings
-    from hastegeo.settings_base import load_section
+    from hastegeo.settings.app import CostSettings
+    from hastegeo.settings.fields import load_section
 
     location = load_section(CostSettings, environ).prices_blob
     if not location:
@@ -78,7 +78,7 @@ def _blob_location(environ: Mapping[str, str]) -> tuple[str, str]:
 def _blob_service(environ: Mapping[str, str]) -> BlobServiceClient:
     """The app's storage account as the settings name it (a connection string, or the account and your sign-in)."""
     from hastegeo.runtime import storage_clients
-    from hastegeo.settings import load_settings
+    from hastegeo.settings.load import load_settings
 
     blobs, queues = storage_clients(load_settings(environ))
     queues.close()

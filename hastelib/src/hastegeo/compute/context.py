@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:  # a local job's process imports this module: standard library only at run time
     from azure.storage.blob import BlobServiceClient
 
-    from hastegeo.settings_base import BackendSection
+    from hastegeo.settings.fields import BackendSection
 
 B = TypeVar("B", bound="BackendSection")
 

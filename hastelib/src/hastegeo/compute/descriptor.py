@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hastegeo.settings_base import BackendSection
+from hastegeo.settings.fields import BackendSection
 
 if TYPE_CHECKING:
     from hastegeo.compute.context import BackendContext
@@ -26,7 +26,7 @@ class BackendDescriptor:
     """What the app knows about a backend without building it.
 
     ``settings``: the backend's own section, declared in its folder. The app's
-    settings are composed from every descriptor's (:mod:`hastegeo.settings`), and
+    settings are composed from every descriptor's (:mod:`hastegeo.settings.load`), and
     the section answers, from settings alone, what the backend cannot run
     (``limits``), why it must not be enabled (``enable_problem``) and how long a
     job may wait for its compute (``queue_limit``), so routing, ``GET /api/backends``

@@ -17,12 +17,12 @@ from urllib.parse import urlparse
 from hastegeo.auth import AuthMode
 from hastegeo.compute.azure_batch.settings import BatchSettings
 from hastegeo.compute.azure_ml.settings import AmlSettings
-from hastegeo.config import AuthSettings, EventSettings, StorageSettings, TelemetrySettings
 from hastegeo.doctor import checks_aml, checks_auth, checks_batch, checks_roles, checks_telemetry
 from hastegeo.doctor.facts import Lookup, Site, Unreadable
 from hastegeo.doctor.needs import ROLE_IDS, ROLE_NAMES, RoleNeed, Scope, Who
 from hastegeo.doctor.result import AREAS, CheckResult, Status, deferred, failed, passed
-from hastegeo.settings_base import Section, load_section
+from hastegeo.settings.app import AuthSettings, EventSettings, StorageSettings, TelemetrySettings
+from hastegeo.settings.fields import Section, load_section
 from hastegeo.utils.errors import ConfigurationError
 
 if TYPE_CHECKING:

@@ -29,11 +29,11 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient, ContentSettings
 
-from hastegeo.config import CostSettings
 from hastegeo.costs.attribution import to_cents
 from hastegeo.costs.pricer import Pricer
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.totals import PREFIX, CostTotals, Month, month_of
+from hastegeo.settings.app import CostSettings
 from hastegeo.store.jobs import JobStore
 from hastegeo.utils.errors import ConflictError
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hastegeo.config import PipelineSettings
 from hastegeo.models.job import Job, QueuedMessage
+from hastegeo.settings.app import PipelineSettings
 from hastegeo.store.queues import POLL_QUEUE, JobMessage, QueueSender
 
 

@@ -17,7 +17,6 @@ from typing import Any
 from hastegeo.compute.contract import BlobLocation, ComputeJobHandle
 from hastegeo.compute.router import ComputeRouter
 from hastegeo.compute.service import ExecutionService
-from hastegeo.config import Settings
 from hastegeo.costs.pricer import Pricer
 from hastegeo.models.job import Job
 from hastegeo.models.moves import record
@@ -26,6 +25,7 @@ from hastegeo.pipeline.admission import Admission
 from hastegeo.pipeline.budget import Budgets
 from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.journal import JobJournal
+from hastegeo.settings.app import Settings
 from hastegeo.store.groups import GroupStore
 from hastegeo.store.jobs import JobStore, Versioned
 from hastegeo.store.queues import JobMessage, QueueSender

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hastegeo.config import parse_export
+from hastegeo.settings.app import parse_export
 from hastegeo.utils.errors import ConfigurationError
 
 if TYPE_CHECKING:

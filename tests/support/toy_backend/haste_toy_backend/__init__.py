@@ -31,7 +31,7 @@ from hastegeo.compute.contract import (
     OutputRead,
 )
 from hastegeo.compute.descriptor import BackendDescriptor
-from hastegeo.settings_base import BackendSection, CsvList, queue_limit_field
+from hastegeo.settings.fields import BackendSection, CsvList, queue_limit_field
 from hastegeo.workloads.registry import workload_names
 
 

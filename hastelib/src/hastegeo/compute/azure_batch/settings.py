@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from hastegeo.settings_base import BackendSection, CsvMap, poll_max_field, queue_limit_field, workload_limits
+from hastegeo.settings.fields import BackendSection, CsvMap, poll_max_field, queue_limit_field, workload_limits
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from hastegeo.settings_base import (
+from hastegeo.settings.fields import (
     BackendSection,
     CsvMap,
     load_section,

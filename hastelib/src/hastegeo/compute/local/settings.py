@@ -7,7 +7,7 @@ from typing import Self
 
 from pydantic import Field
 
-from hastegeo.settings_base import BackendSection, queue_limit_field
+from hastegeo.settings.fields import BackendSection, queue_limit_field
 
 
 def in_azure_functions(env: Mapping[str, str]) -> bool:

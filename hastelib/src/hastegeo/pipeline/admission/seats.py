@@ -26,9 +26,9 @@ import logging
 from collections.abc import Callable, Collection
 from datetime import datetime
 
-from hastegeo.config import Settings
 from hastegeo.pipeline.admission.book import AdmissionBook
 from hastegeo.pipeline.admission.fairshare import Book, Limits, Seat, forget, free, take
+from hastegeo.settings.app import Settings
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage, QueueSender
 from hastegeo.utils.errors import ConflictError
 

@@ -1,6 +1,6 @@
-"""The app's settings, composed: the core sections of :mod:`hastegeo.config` and every registered backend's own.
+"""The app's settings, composed: the sections of :mod:`hastegeo.settings.app` and every registered backend's own.
 
-:mod:`hastegeo.config` knows no backend; each backend's folder declares its
+:mod:`hastegeo.settings.app` knows no backend; each backend's folder declares its
 section and names it in its descriptor (:mod:`hastegeo.compute.registry` finds
 built-in and installed ones alike). This module is where the two meet, above
 both, so a backend with settings changes no file outside its folder and its
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from hastegeo.compute.catalog import descriptors
-from hastegeo.config import CORE_SECTIONS, Settings, compose_settings
-from hastegeo.settings_base import BackendSection, Section
+from hastegeo.settings.app import CORE_SECTIONS, Settings, compose_settings
+from hastegeo.settings.fields import BackendSection, Section
 
 
 def backend_sections() -> dict[str, type[BackendSection]]:
@@ -32,7 +32,7 @@ def sections() -> dict[str, type[Section]]:
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Build and validate :class:`~hastegeo.config.Settings` from ``environ`` (default: the process environment).
+    """Build and validate :class:`~hastegeo.settings.app.Settings` from ``environ`` (default: the process environment).
 
     Raises:
         ConfigurationError: listing every invalid variable by name with the reason.

@@ -3,7 +3,7 @@
 Each field's alias is its environment variable, and its description is the
 documentation (``docs/deploy.md`` and the drift check read them from the
 sections). A backend's section lives in its own folder and reaches
-:class:`Settings` through its descriptor (:mod:`hastegeo.settings` composes
+:class:`Settings` through its descriptor (:mod:`hastegeo.settings.load` composes
 them), so this module imports nothing from ``hastegeo.compute``: it names no
 backend and knows their names only as the keys of :attr:`Settings.backends`
 (docs/adr/0029). :func:`compose_settings` validates everything at start-up and
@@ -24,7 +24,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hastegeo.auth import PROJECT_ID, AuthMode
 from hastegeo.costs.prices import split_blob_location
-from hastegeo.settings_base import (
+from hastegeo.settings.fields import (
     BackendSection,
     CsvFloatMap,
     CsvList,
@@ -137,7 +137,7 @@ class PipelineSettings(Section):
 
 class CapacitySettings(Section):
     """What one project may hold on each backend; how long a job may wait for a backend's compute is that
-    backend's own setting (:meth:`~hastegeo.settings_base.BackendSection.queue_limit`)."""
+    backend's own setting (:meth:`~hastegeo.settings.fields.BackendSection.queue_limit`)."""
 
     project_max_running: CsvMap = Field(
         {},
@@ -396,7 +396,7 @@ CORE_SECTIONS: dict[str, type[Section]] = {
 def compose_settings(environ: Mapping[str, str], backends: Mapping[str, type[BackendSection]]) -> Settings:
     """Build and validate :class:`Settings` from ``environ``: the core sections and one section per backend.
 
-    ``backends``: backend name → its section model (:func:`hastegeo.settings.load_settings` passes every
+    ``backends``: backend name → its section model (:func:`hastegeo.settings.load.load_settings` passes every
     registered descriptor's).
 
     Raises:

@@ -1,6 +1,6 @@
 """Building blocks for settings sections: comma-separated lists and maps from one variable, and loading.
 
-The bottom floor of settings: :mod:`hastegeo.config` (the app's own sections)
+The bottom floor of settings: :mod:`hastegeo.settings.app` (the app's own sections)
 and every backend's folder (its own section, named by its descriptor) build on
 this module and on nothing of each other's. A backend's section
 (:class:`BackendSection`) also says what the backend cannot do with these
