@@ -105,8 +105,9 @@ bench: install ## Bare subprocess vs untraced vs traced pipeline (JOBS=200, BENC
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.workloads_bench --sizes 512 4096
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.fairness_bench --jobs $${FAIR_JOBS:-1000}
 
-bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES), then following 1,000 / 10,000 running ones (SCALE_RUNNING)
+bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES), then following 1,000 / 10,000 running ones (SCALE_RUNNING), then how soon an end is seen per backend (NOTICE_JOBS)
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000} --running $${SCALE_RUNNING:-1000 10000}
+	$(KEEP_BYTECODE) $(PY) -m tests.bench.notice_bench --jobs $${NOTICE_JOBS:-20}
 
 chaos: install ## Faults while jobs run (CHAOS_JOBS=100): prints scenario, jobs, terminal, duplicates, lost events, leaks, ground truth
 	$(KEEP_BYTECODE) HASTE_CHAOS_FULL=1 CHAOS_JOBS=$${CHAOS_JOBS:-100} $(PY) -m pytest tests/chaos -p no:cacheprovider -q

@@ -1,4 +1,4 @@
-"""Queue triggers: submit, poll, upstream requests, and the poison queues behind them."""
+"""Queue triggers: submit, poll, upstream requests, groups, providers' events, and the poison queues behind them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from hastegeo.store.queues import (
     GROUPS_QUEUE,
     POISON_SUFFIX,
     POLL_QUEUE,
+    PROVIDER_EVENTS_QUEUE,
     REQUESTS_QUEUE,
     SUBMIT_QUEUE,
     GroupMessage,
@@ -60,6 +61,12 @@ def groups_trigger(msg: func.QueueMessage) -> None:
         log.error("%s: message %s is not a group pointer: %.200r", GROUPS_QUEUE, msg.id, msg.get_body())
         return
     get_runtime().groups.handle(message)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=PROVIDER_EVENTS_QUEUE, connection=CONNECTION)
+def provider_events_trigger(msg: func.QueueMessage) -> None:
+    # A provider's "this job ended" (Azure ML through Event Grid): look at the job now (ADR 0048).
+    get_runtime().provider_events.handle(msg.get_body())
 
 
 @bp.queue_trigger(arg_name="msg", queue_name=GROUPS_QUEUE + POISON_SUFFIX, connection=CONNECTION)

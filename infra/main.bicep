@@ -535,6 +535,19 @@ module eventGridSender 'modules/eventGridSender.bicep' = if (createEventGrid) {
   }
 }
 
+// Create mode: the workspace's run events nudge the app to look at an ended job at once (ADR 0048).
+// Existing mode leaves the workspace's subscriptions alone: docs/deploy.md says how to add one.
+module amlEvents 'modules/amlEvents.bicep' = if (amlMode == 'Create') {
+  name: 'amlEvents'
+  scope: group
+  params: {
+    location: location
+    tags: tags
+    workspaceName: amlMode == 'Create' ? amlCreate.outputs.name : ''
+    storageAccountName: storage.outputs.name
+  }
+}
+
 // Existing mode: the workspace lives elsewhere; only a role on it is created, nothing else.
 module amlExistingAccess 'modules/amlAccess.bicep' = if (amlMode == 'Existing') {
   name: 'amlExistingAccess'

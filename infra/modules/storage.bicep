@@ -20,17 +20,20 @@ param browserReadOrigins array = []
 // jobs-submit; upstream services drop requests on jobs-requests; the host moves a message
 // to <queue>-poison after maxDequeueCount failures. jobs-events carries the job events to
 // consumers outside the app (docs/events.md); no trigger reads it. groups-make carries the
-// chunks of a job group's items to make or cancel (ADR 0040).
+// chunks of a job group's items to make or cancel (ADR 0040). provider-events receives Azure ML's
+// run events from the workspace's Event Grid subscription (amlEvents.bicep, ADR 0048).
 var queues = [
   'jobs-submit'
   'jobs-poll'
   'jobs-requests'
   'groups-make'
+  'provider-events'
   'jobs-events'
   'jobs-submit-poison'
   'jobs-poll-poison'
   'jobs-requests-poison'
   'groups-make-poison'
+  'provider-events-poison'
 ]
 // Flex Consumption reads the app package from this container.
 var deploymentContainer = 'app-package'

@@ -24,6 +24,7 @@ MODULES = {
     "roles": "modules/roles.bicep",
     "amlExistingAccess": "modules/amlAccess.bicep",
     "eventGridSender": "modules/eventGridSender.bicep",
+    "amlEvents": "modules/amlEvents.bicep",
 }
 # What main.bicep passes to a module's generic ``principalId``.
 PRINCIPAL_PARAMS = {"principalId": "functionPrincipalId"}
@@ -158,6 +159,7 @@ def test_no_role_is_assigned_that_azure_ml_assigns_itself() -> None:
         "poolPrincipalId",
         "inputsUploaderGroupId",
         "upstreamSenderPrincipalId",
+        "topicPrincipalId",  # the workspace's Event Grid system topic (amlEvents.bicep), not the workspace
     }, principals
     # what the workspace's own identity holds on those resources comes from Azure ML alone
     assert not [g for g in create if "workspace" in g[0].lower() and g[2] in workspace_resources]

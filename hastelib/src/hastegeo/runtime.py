@@ -44,6 +44,7 @@ from hastegeo.pipeline.groups import GroupSteps
 from hastegeo.pipeline.journal import JobJournal
 from hastegeo.pipeline.poison import PoisonStep
 from hastegeo.pipeline.poll import PollStep
+from hastegeo.pipeline.provider_events import ProviderEvents
 from hastegeo.pipeline.reconcile import ReconcileStep
 from hastegeo.pipeline.rerun import Rerun
 from hastegeo.pipeline.submit import SubmitStep
@@ -120,6 +121,7 @@ class Runtime(Pipeline):
     registry: BackendRegistry
     submit_limiter: TokenBucket
     api: Pipeline
+    provider_events: ProviderEvents  # providers' own "this job ended", as nudges (ADR 0048)
 
 
 def storage_clients(
@@ -212,14 +214,21 @@ def build_runtime(
         topic=topic,
         read_deadline_s=api_budget.listing_deadline_s,
     )
+    look_now = ExitHandler(poll=worker.poll.handle, fallback=nudge)
     if inline_exits:
-        ExitHandler(poll=worker.poll.handle, fallback=nudge).serve(exits)
+        look_now.serve(exits)
+    readers = {
+        name: descriptor.ended_jobs
+        for name, descriptor in descriptors().items()
+        if descriptor.ended_jobs is not None and name in settings.routing.enabled_backends
+    }
     parts = {f.name: getattr(worker, f.name) for f in fields(Pipeline)}
     return Runtime(
         **parts,
         registry=registry,
         submit_limiter=TokenBucket(settings.pipeline.submit_rate_per_s, settings.pipeline.submit_burst),
         api=api,
+        provider_events=ProviderEvents(readers, look_now),
     )
 
 

@@ -32,11 +32,16 @@ class BackendDescriptor:
     job may wait for its compute (``queue_limit``), so routing, ``GET /api/backends``
     and start-up agree with the adapter. The base :class:`BackendSection` has no
     fields and no limits: a backend with no settings of its own leaves it.
+
+    ``ended_jobs``: for a provider that publishes its own status events to the
+    provider-events queue, the job ids a message's events say have ended (a nudge
+    to look now; ADR 0048). Pure and SDK-free: it runs on every such message.
     """
 
     name: str
     factory: BackendFactory
     settings: type[BackendSection] = BackendSection
+    ended_jobs: Callable[[bytes], list[str]] | None = None
 
 
 def lazy_factory(path: str) -> BackendFactory:

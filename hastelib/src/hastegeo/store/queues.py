@@ -35,8 +35,10 @@ REQUESTS_QUEUE = "jobs-requests"
 GROUPS_QUEUE = "groups-make"
 # Job events for consumers outside the app (docs/events.md); no trigger of the app reads it.
 EVENTS_QUEUE = "jobs-events"
+# Providers' own status events (Azure ML's, through an Event Grid subscription): nudges to look now (ADR 0048).
+PROVIDER_EVENTS_QUEUE = "provider-events"
 POISON_SUFFIX = "-poison"
-ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE, GROUPS_QUEUE)
+ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE, GROUPS_QUEUE, PROVIDER_EVENTS_QUEUE)
 
 MessageKind = Literal["submit", "poll", "nudge"]
 LEGACY_POLL_SEQ_KEY = "attempt"  # the wire name of JobMessage.poll_seq before it was renamed

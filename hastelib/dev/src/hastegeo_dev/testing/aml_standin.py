@@ -41,6 +41,8 @@ from azure.core.exceptions import (
 )
 from azure.core.polling import LROPoller, NoPolling
 
+from hastegeo.compute.azure_ml.events import run_status_event
+
 
 class _Response:
     """Just enough of an HTTP response for azure-core's exceptions to parse the error body."""
@@ -118,6 +120,7 @@ class StandInState:
     hooks: dict[str, Callable[[str], None]] = field(default_factory=dict)
     times: dict[str, list[datetime | None]] = field(default_factory=dict)  # name → [started, ended]
     shapes: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)  # compute → size, tier, region
+    publish: Callable[[str], None] | None = None  # where run events go (an Event Grid subscription's queue)
 
     def enter(self, operation: str, name: str) -> None:
         self.calls.append((operation, name))
@@ -269,6 +272,7 @@ class StandInMLClient:
         self._environments = StandInEnvironments(self.state)
         self._compute = StandInCompute(self.state)
         self._workspaces = StandInWorkspaces(self.state, workspace)
+        self._workspace = workspace
 
     @property
     def jobs(self) -> StandInJobs:
@@ -318,6 +322,21 @@ class StandInMLClient:
             times[0] = now
         if status in ("Completed", "Failed", "Canceled") and times[0] is not None and times[1] is None:
             times[1] = now
+        if self.state.publish is not None and name in self.state.jobs:
+            job = self.state.jobs[name]
+            event = run_status_event(
+                name,
+                status,
+                dict(job.tags or {}),
+                experiment=str(job.experiment_name or "haste"),
+                workspace_id=f"/subscriptions/0/resourceGroups/rg/providers/Microsoft.MachineLearningServices/workspaces/{self._workspace}",
+            )
+            self.state.publish(json.dumps(event))
+
+    def publish_events(self, send: Callable[[str], None] | None) -> None:
+        """Publish each status change of a submitted job as Azure ML's ``RunStatusChanged`` event, by ``send``
+        (the text Event Grid writes to a storage queue; None: publish none, the default)."""
+        self.state.publish = send
 
     def shape_compute(self, name: str, *, size: str, tier: str = "dedicated", region: str | None = None) -> None:
         """What cluster ``name`` reports it is: its VM size, tier (dedicated, low_priority) and region."""

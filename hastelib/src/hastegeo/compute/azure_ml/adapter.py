@@ -28,7 +28,6 @@ from hastegeo.compute.azure_ml.capacity import run_wait
 from hastegeo.compute.azure_ml.client import ClientFactory, MLClientLike, create_ml_client
 from hastegeo.compute.azure_ml.entities import (
     TAG_FINGERPRINT,
-    TAG_JOB_ID,
     build_command_job,
     code_snapshot_hash,
     experiment_name,
@@ -38,6 +37,7 @@ from hastegeo.compute.azure_ml.entities import (
 )
 from hastegeo.compute.azure_ml.environments import ensure_registered
 from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, aml_calls
+from hastegeo.compute.azure_ml.events import TAG_JOB_ID
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
 from hastegeo.compute.azure_ml.status import QUEUED_STATUSES, TERMINAL_STATUSES, map_status, status_text
 from hastegeo.compute.azure_ml.usage import job_usage

@@ -23,6 +23,7 @@ from azure.ai.ml._utils._asset_utils import get_content_hash, get_ignore_file
 from azure.ai.ml.entities import BuildContext, Environment
 from azure.ai.ml.entities._builders.command import Command
 
+from hastegeo.compute.azure_ml.events import TAG_JOB_ID
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
 from hastegeo.compute.contract import ComputeJobSpec
 from hastegeo.utils.errors import ConfigurationError
@@ -30,7 +31,6 @@ from hastegeo.workdir import WORKDIR_VARIABLE, workdir_env
 
 # Where the workload's working directory lives inside the Azure ML container.
 CONTAINER_WORKDIR = "/tmp/haste-job"  # noqa: S108 - a per-job container path, not a shared host temp dir
-TAG_JOB_ID = "haste_job_id"
 TAG_FINGERPRINT = "haste_fingerprint"
 TAG_CODE_HASH = "haste_code_sha256"
 TAG_SOURCE = "haste_source"
