@@ -137,3 +137,32 @@ def test_a_bad_budget_is_a_400_naming_the_field(api_settings: Callable[..., None
 def test_budgets_that_are_off_cannot_be_set(api_settings: Callable[..., None]) -> None:
     api_settings()
     assert put_budget("p1", {"monthlyBudget": "10"})[0] == 409
+
+
+@pytest.mark.usefixtures("api")
+def test_a_budget_warning_a_crash_kept_from_its_queue_is_sent_by_the_next_write_of_the_month() -> None:
+    from hastegeo.pipeline.totals import CostTotals, Month
+
+    runtime = get_runtime()
+    jobs = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
+    sent: list[tuple[str, str, int]] = []
+    down = [True]
+
+    def crossed(project: str, month: str, level: int, written: Month) -> None:
+        if down[0]:
+            raise ConnectionError("the events queue is down")  # as a crash right after the write would leave it
+        sent.append((project, month, level))
+
+    totals = CostTotals(jobs, budget_of=lambda project: Decimal("1.00"), levels=(80, 100), crossed=crossed)
+    totals.add(ended("w1", "0.90", day=3, project="pw"))
+    month = totals.month("pw", "2026-11")
+    assert (month.warned, month.unsent, sent) == ({80}, {80}, [])  # reached, marked, not sent
+    down[0] = False
+    totals.add(ended("w1", "0.90", day=3, project="pw"))  # a redelivery writes nothing, yet sends what is owed
+    assert sent == [("pw", "2026-11", 80)]
+    totals.add(ended("w2", "0.20", day=4, project="pw"))
+    assert sent == [("pw", "2026-11", 80), ("pw", "2026-11", 100)]
+    month = totals.month("pw", "2026-11")
+    assert (month.warned, month.unsent) == ({80, 100}, set())
+    totals.add(ended("w3", "0.50", day=5, project="pw"))
+    assert len(sent) == 2  # each level once, when nothing fails

@@ -11,8 +11,9 @@ was reached go on to cost, as a project's running jobs are bounded by its limits
 A project's budget is ``HASTE_PROJECT_BUDGETS``'s, unless an admin set another at run time
 (``PUT /api/projects/{id}/budget``, kept in ``costs/budgets.json`` and read at most once a
 minute per process). The first write of a month's totals that reaches the warning level
-(``HASTE_BUDGET_WARN_PERCENT``) or the budget marks it in that write and then sends
-``com.haste.project.budget`` once (a crash between the two loses that event, never repeats it).
+(``HASTE_BUDGET_WARN_PERCENT``) or the budget marks it in that write, unsent, then sends
+``com.haste.project.budget`` and marks it sent: a crash between the two leaves it unsent, and the
+next write of the month (a job ending, the reconciler's pass) sends it. At least once, with one id.
 """
 
 from __future__ import annotations

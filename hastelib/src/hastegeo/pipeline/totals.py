@@ -12,6 +12,7 @@ count it once. Reading a range costs one read per month in it, whatever the numb
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -19,11 +20,13 @@ from decimal import Decimal
 from typing import Any
 
 from azure.core import MatchConditions
-from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+from azure.core.exceptions import AzureError, ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from hastegeo.models.job import Job
 from hastegeo.utils.errors import ConflictError
+
+log = logging.getLogger(__name__)
 
 PREFIX = "costs"
 MAX_ATTEMPTS = 50
@@ -103,7 +106,8 @@ class Month:
     counted: set[str] = field(default_factory=set)
     # The running jobs' expected cost so far, as the reconciler's last pass priced them (hastegeo.pipeline.budget).
     committed: Decimal = Decimal(0)
-    warned: set[int] = field(default_factory=set)  # budget levels (percent) whose event was sent this month
+    warned: set[int] = field(default_factory=set)  # budget levels (percent) reached this month
+    unsent: set[int] = field(default_factory=set)  # of those, the levels whose event is not known to be sent
 
     def spent(self) -> Decimal:
         """What the month's ended jobs cost, and its running jobs so far: what a budget is held to."""
@@ -116,6 +120,7 @@ class Month:
         spent = self.spent()
         new = [level for level in levels if level not in self.warned and spent * 100 >= budget * level]
         self.warned.update(new)
+        self.unsent.update(new)
         return new
 
     def add(self, job: Job) -> bool:
@@ -143,6 +148,7 @@ class Month:
             "counted": sorted(self.counted),
             "committed": str(self.committed),
             "warned": sorted(self.warned),
+            "unsent": sorted(self.unsent),
         }
         return json.dumps(body, separators=(",", ":")).encode()
 
@@ -155,6 +161,7 @@ class Month:
             counted=set(body.get("counted", [])),
             committed=Decimal(body.get("committed", "0")),
             warned={int(level) for level in body.get("warned", [])},
+            unsent={int(level) for level in body.get("unsent", [])},
         )
 
 
@@ -243,8 +250,9 @@ class CostTotals:
         for _ in range(self._max_attempts):
             month, etag = self._read(blob)
             if not change(month):
+                self._tell(project, name, month)  # a warning an earlier writer could not send
                 return False
-            reached = month.crossing(budget, self._levels)
+            month.crossing(budget, self._levels)
             condition = (
                 {"etag": etag, "match_condition": MatchConditions.IfNotModified}
                 if etag
@@ -254,11 +262,40 @@ class CostTotals:
                 blob.upload_blob(month.dump(), overwrite=True, content_settings=_JSON, **condition)
             except (ResourceModifiedError, ResourceExistsError):
                 continue
-            for level in reached:  # marked in the write above: told once (a crash here loses the warning)
-                if self._crossed is not None:
-                    self._crossed(project, name, level, month)
+            self._tell(project, name, month)
             return True
         raise ConflictError(f"The cost totals of project {project} changed too often to update; try again")
+
+    def _tell(self, project: str, name: str, month: Month) -> None:
+        """Send the warnings ``month`` marks unsent, then mark them sent: an outbox, like the jobs' events.
+
+        A crash between the write that reached a level and the send leaves it marked unsent, and the
+        next write or read-for-write of the month (a job ending, the reconciler's pass) sends it: at
+        least once, with the same event id, so a consumer drops a repeat (docs/events.md).
+        """
+        if not month.unsent or self._crossed is None:
+            return
+        sent = set()
+        for level in sorted(month.unsent):
+            try:
+                self._crossed(project, name, level, month)
+            except Exception:  # the queue or the topic: the next write of the month tries again
+                log.warning("project %s: the %d%% budget warning of %s could not be sent yet", project, level, name)
+                break
+            sent.add(level)
+        if not sent:
+            return
+
+        def mark(current: Month) -> bool:
+            if not current.unsent & sent:
+                return False
+            current.unsent -= sent
+            return True
+
+        try:
+            self.change(project, name, mark)
+        except (ConflictError, AzureError):  # sent, not marked: sent again later, with the same id
+            log.warning("project %s: budget warnings of %s sent, not yet marked sent", project, name)
 
     def month(self, project: str, month: str) -> Month:
         """The project's totals for ``month`` (``yyyy-mm``): one read."""
