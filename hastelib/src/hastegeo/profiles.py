@@ -139,9 +139,7 @@ def parse_profiles(value: Any) -> Any:
         if name == DEFAULT_PROFILE:
             raise ValueError(f"{name!r} is the implicit profile of every workload and cannot be declared")
         if not isinstance(name, str) or not NAME.fullmatch(name):
-            raise ValueError(
-                f"profile name {name!r}: 1-40 of lowercase letters, digits and '-', starting with a letter"
-            )
+            raise ValueError(f"profile name {name!r}: {NAME_RULE}")
     return value
 
 
