@@ -58,7 +58,14 @@ def profile_field() -> Any:
         pattern=NAME_PATTERN,
         description="The compute profile to run on (GET /api/backends lists each backend's); default: 'default', "
         "the workload's own compute.",
+        # No "default" in the schema: generated typed clients then keep it optional, and code built against
+        # the schema before profiles still compiles (a generator makes a field with a default required).
+        json_schema_extra=_no_schema_default,
     )
+
+
+def _no_schema_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
 
 
 def _known_workload(value: object) -> object:
