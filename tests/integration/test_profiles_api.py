@@ -19,7 +19,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import parse_request
 from hastegeo.profiles import FINISH_GRACE_S, SPOT_RERUNS
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService

@@ -15,7 +15,7 @@ from hastegeo.compute.local.settings import LocalSettings
 from hastegeo.compute.router import ComputeRouter, RouteCandidate
 from hastegeo.pipeline.profile import with_profile
 from hastegeo.profiles import DEFAULT_PROFILE, FINISH_GRACE_S, SPOT_RERUNS, Profile, Tier, allowed
-from hastegeo.settings_base import load_section
+from hastegeo.settings.fields import load_section
 from hastegeo.utils.errors import ConfigurationError, InvalidJobError
 
 ALL = frozenset({"imagery", "training", "inference", "embedding", "artifacts"})

@@ -9,9 +9,9 @@ it somewhere else.
 from __future__ import annotations
 
 from hastegeo.compute.contract import ComputeJobSpec
-from hastegeo.settings.app import Settings
 from hastegeo.models.job import Job
 from hastegeo.profiles import DEFAULT_PROFILE, Profile
+from hastegeo.settings.app import Settings
 from hastegeo.utils.errors import InvalidJobError
 from hastegeo.workloads.registry import workload_names
 
