@@ -197,3 +197,24 @@ def test_a_candidate_without_profiles_offers_only_default() -> None:
     assert plain.offers("imagery", DEFAULT_PROFILE)
     assert not plain.offers("imagery", "cpu-small")
     assert plain.allowed_profiles("imagery") == ["default"]
+
+
+def test_the_operators_examples_in_docs_load_as_documented() -> None:
+    """docs/profiles.md's example variables are valid settings, and say what the doc says they offer."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "profiles.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert block is not None
+    values = {
+        name: shlex.split(value)[0] for name, value in re.findall(r"^([A-Z_]+)=('.*?')", block.group(1), re.S | re.M)
+    }
+    assert set(values) == {"BATCH_PROFILES", "AML_PROFILES", "HASTE_LOCAL_PROFILES"}
+    offered = batch(json.loads(values["BATCH_PROFILES"])).profiles(ALL)
+    assert offered["gpu-t4-spot"].tier is Tier.SPOT
+    aml = AmlSettings.model_validate({"AML_PROFILES": values["AML_PROFILES"]})
+    assert aml.placement("training", "gpu-t4-spot").instance_type == "Standard_NC4as_T4_v3"
+    local = load_section(LocalSettings, {"HASTE_LOCAL_PROFILES": values["HASTE_LOCAL_PROFILES"]})
+    assert set(local.compute_profiles) == {"cpu-small"}
