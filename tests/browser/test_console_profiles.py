@@ -45,6 +45,8 @@ def test_the_form_offers_the_profiles_of_the_workload_and_runs_the_job_under_the
     job_id = page.url.rsplit("/", 1)[1]
     job = wait_terminal(api, job_id)
     assert (job["profile"], job["state"]) == ("cpu-small", "succeeded")
+    page.locator("dt").filter(has_text="profile").wait_for()
+    assert page.locator("dt:text-is('profile') + dd").text_content() == "cpu-small"
 
 
 def test_haste_submit_with_a_profile_and_backends_listing_them(
@@ -61,7 +63,7 @@ def test_haste_submit_with_a_profile_and_backends_listing_them(
     assert "allowed: default, cpu-small" in said.err
     assert main([*base, "-o", "table", "backends"]) == 0
     assert (
-        "  profile cpu-small (dedicated, 0.166667h max) on a local process: artifacts, imagery"
+        "  profile cpu-small (dedicated, at most 10min) on a local process: artifacts, imagery"
         in capsys.readouterr().out
     )
     assert wait_terminal(api, job_id)["state"] == "succeeded"

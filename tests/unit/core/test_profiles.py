@@ -218,3 +218,27 @@ def test_the_operators_examples_in_docs_load_as_documented() -> None:
     assert aml.placement("training", "gpu-t4-spot").instance_type == "Standard_NC4as_T4_v3"
     local = load_section(LocalSettings, {"HASTE_LOCAL_PROFILES": values["HASTE_LOCAL_PROFILES"]})
     assert set(local.compute_profiles) == {"cpu-small"}
+
+
+def test_a_job_whose_profile_the_settings_no_longer_offer_fails_at_submit_naming_profile() -> None:
+    from datetime import UTC, datetime
+
+    from hastegeo.models.job import Job
+    from hastegeo.models.states import JobState
+    from hastegeo.pipeline.profile import job_profile
+    from hastegeo.settings.load import load_settings
+
+    env = {"AzureWebJobsStorage": "UseDevelopmentStorage=true", "HASTE_BACKENDS_ENABLED": "azure_batch", **BATCH}
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    fields = {"id": "j1", "projectId": "p1", "workload": "training", "state": JobState.QUEUED}
+    job = Job.model_validate(
+        {**fields, "requestedBackend": "auto", "backend": "azure_batch", "profile": "gpu-t4-spot"}
+        | {"createdAt": now, "updatedAt": now, "deadlineAt": now}
+    )
+    declared = load_settings({**env, "BATCH_PROFILES": json.dumps({"gpu-t4-spot": SPOT})})
+    assert job_profile(declared, job).tier is Tier.SPOT
+    with pytest.raises(InvalidJobError, match="azure_batch no longer offers 'gpu-t4-spot'") as raised:
+        job_profile(load_settings(env), job)
+    assert raised.value.field == "profile"
+    plain = job.model_copy(update={"profile": DEFAULT_PROFILE})
+    assert job_profile(load_settings(env), plain).name == DEFAULT_PROFILE
