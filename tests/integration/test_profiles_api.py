@@ -34,10 +34,10 @@ BATCH_PROFILES = json.dumps({"gpu-t4-spot": SPOT})
 LOCAL_PROFILES = json.dumps({"cpu-small": {"maxRunS": 300, "workloads": ["artifacts"]}})
 
 
-def batch_env(service_url: str = "https://acct.westeurope.batch.azure.com") -> dict[str, str]:
+def batch_env() -> dict[str, str]:
     return {
         "HASTE_BACKENDS_ENABLED": "local,azure_batch",
-        "BATCH_ACCOUNT_URL": service_url,
+        "BATCH_ACCOUNT_URL": "https://acct.westeurope.batch.azure.com",
         "BATCH_POOLS": "artifacts=cpu-pool,training=gpu-pool",
         "BATCH_IMAGES": "artifacts=haste/geo:1,training=haste/geo:1",
         "BATCH_IDENTITY_RESOURCE_ID": "/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/x",
@@ -147,19 +147,19 @@ def test_a_group_item_naming_a_profile_it_may_not_use_is_a_400_at_its_path_and_n
     assert jobs_stored() == 0
 
 
+CONTAINERS = {"HASTE_JOBS_CONTAINER": "jobs", "HASTE_OUTPUTS_CONTAINER": "outputs", "HASTE_INPUTS_CONTAINER": "inputs"}
+
+
 @pytest.fixture
 def spot_runtime(azurite: Azurite, unique: str) -> Iterator[tuple[Runtime, BatchTestService]]:
     service = BatchTestService(azurite.connection_string).start()
     service.shape_pool("gpu-t4-spot", vm_size="standard_nc4as_t4_v3", low_priority=True)
     env = {
         "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-        **batch_env(service.url),
-        "BATCH_AUTH_MODE": "shared_key",
-        "BATCH_ACCOUNT_NAME": service.account_name,
-        "BATCH_ACCOUNT_KEY": service.account_key,
+        **{name: f"{kind}-{unique}" for name, kind in CONTAINERS.items()},
+        **batch_env(),
+        **service.settings(("artifacts", "training")),  # the service's own account, key and pools
+        "BATCH_PROFILES": BATCH_PROFILES,
     }
     runtime = development_runtime(load_settings(env), sleep=lambda _: None)
     yield runtime, service
