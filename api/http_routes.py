@@ -20,6 +20,7 @@ from api.access import Denied, caller, job_not_found, require, submitter_of
 from api.group_routes import list_group_jobs
 from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
+from api.profiles import profile_views
 from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.compute.catalog import backend_names
@@ -279,6 +280,7 @@ def list_backends(req: func.HttpRequest) -> func.HttpResponse:
                     "unavailable": dict(sorted(c.unable.items())),
                     "takesNothingBecause": c.takes_nothing_because,
                     "autoRoutes": c.weight > 0 and bool(c.workloads),
+                    "profiles": profile_views(runtime.settings.backend(c.name)),
                     "capacity": board.get(c.name, BackendQueue()).model_dump(mode="json", by_alias=True),
                 }
                 for c in sorted(candidates.values(), key=lambda c: c.name)

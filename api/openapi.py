@@ -15,6 +15,7 @@ from api.console_policy import openapi_paths as console_paths
 from api.costs import cost_paths, cost_schemas
 from api.openapi_groups import group_paths, group_schemas
 from api.openapi_names import name_every_object
+from api.profiles import profiles_schema
 from hastegeo import __version__
 from hastegeo.compute.catalog import backend_names
 from hastegeo.models.ids import ID_BODY, ID_PATTERN
@@ -262,6 +263,7 @@ def openapi_document() -> dict[str, Any]:
                             "type": "boolean",
                             "description": "Whether auto sends jobs here (first choice or after a move)",
                         },
+                        "profiles": profiles_schema(),
                         "capacity": {
                             "type": "object",
                             "description": "The backend's queue at the reconciler's last pass",

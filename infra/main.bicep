@@ -245,6 +245,10 @@ param amlDockerfile string
 param amlCodeDir string
 @description('App setting AML_DATASTORES; its meaning is in docs/deploy.md.')
 param amlDatastores string
+@description('App setting BATCH_PROFILES (JSON); docs/profiles.md.')
+param batchProfiles string
+@description('App setting AML_PROFILES (JSON); docs/profiles.md.')
+param amlProfiles string
 @description('App setting AML_EXPERIMENT; its meaning is in docs/deploy.md.')
 @minLength(1)
 param amlExperiment string
@@ -475,6 +479,8 @@ module appSettings 'modules/appSettings.bicep' = {
     amlDockerfile: amlDockerfile
     amlCodeDir: amlCodeDir
     amlDatastores: amlDatastores
+    batchProfiles: batchProfiles
+    amlProfiles: amlProfiles
     amlExperiment: amlExperiment
     amlRetryAttempts: amlRetryAttempts
     amlRetryDelayS: amlRetryDelayS

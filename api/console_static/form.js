@@ -5,6 +5,7 @@
 
 import { api, ApiError } from "./api.js";
 import { announce, h } from "./dom.js";
+import { profileSelect } from "./profiles.js";
 
 let documentPromise = null;
 
@@ -165,12 +166,18 @@ export async function submitPage(main, prefill, navigate) {
   }
   workloadSelect.addEventListener("change", renderParams);
   renderParams();
+  const profile = await profileSelect(fieldId("profile"));
+  const refreshProfiles = () => profile.refresh(workloadSelect.value, backend.value);
+  workloadSelect.addEventListener("change", refreshProfiles);
+  backend.addEventListener("change", refreshProfiles);
+  refreshProfiles();
 
   const submit = h("button", { type: "submit", text: "Submit job" });
   const form = h("form", { class: "submit", novalidate: true, "aria-labelledby": "submit-title" },
     envelope("workload", "Workload", workloadSelect),
     envelope("projectId", "Project", project, "lowercase letters, digits and '-'"),
     envelope("backend", "Backend", backend),
+    envelope("profile", "Compute profile", profile.select, "what the job runs on, as the backend offers it to this workload"),
     envelope("inputs", "Input blobs", blobs, "one blob name in the inputs container per line, e.g. demo/scene/scene_left.tif"),
     envelope("inputJobs", "Input jobs", jobs, "one job id per line: that job's outputs become inputs"),
     envelope("labels", "Labels", labels, "one key=value per line"),
@@ -182,6 +189,7 @@ export async function submitPage(main, prefill, navigate) {
     summary.hidden = true;
     const body = { workload: workloadSelect.value, projectId: project.value.trim() };
     if (backend.value) body.backend = backend.value;
+    if (profile.select.value) body.profile = profile.select.value;
     const inputs = [...lines(blobs.value).map((blob) => ({ blob })), ...lines(jobs.value).map((jobId) => ({ jobId }))];
     if (inputs.length) body.inputs = inputs;
     const labelLines = lines(labels.value);

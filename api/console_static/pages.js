@@ -180,7 +180,7 @@ export async function jobPage(main, id, ctx) {
     }
     const done = TERMINAL.has(job.state);
     const facts = h("dl", { class: "facts" },
-      ...[["project", job.projectId], ["workload", job.workload], ["backend", job.backend || job.requestedBackend || ""], ["created", formatTime(job.createdAt)], ["finished", formatTime(job.finishedAt)], ["labels", labelsText(job.labels)], ["submitted by", job.submittedBy ? job.submittedBy.name : ""], ["cost", costText(job.cost)]]
+      ...[["project", job.projectId], ["workload", job.workload], ["backend", job.backend || job.requestedBackend || ""], ["profile", job.profile || "default"], ["created", formatTime(job.createdAt)], ["finished", formatTime(job.finishedAt)], ["labels", labelsText(job.labels)], ["submitted by", job.submittedBy ? job.submittedBy.name : ""], ["cost", costText(job.cost)]]
         .flatMap(([term, value]) => [h("dt", { text: term }), h("dd", { text: value || "–" })]));
     const parent = job.parentJobId ? h("p", {}, "Started by ", jobLink(job.parentJobId)) : null;
     const retryOf = job.retryOf ? h("p", { id: "retry-of" }, "Retry of ", jobLink(job.retryOf)) : null;

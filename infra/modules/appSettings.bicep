@@ -133,6 +133,8 @@ param batchRetryMaxWaitS string
 @description('App setting BATCH_TERMINATE_WAIT_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param batchTerminateWaitS string
+@description('App setting BATCH_PROFILES (JSON, compute profiles on Batch; docs/profiles.md); empty: none declared.')
+param batchProfiles string
 @description('App setting AML_MODE; its meaning is in docs/deploy.md.')
 @allowed([
   'Existing'
@@ -188,6 +190,8 @@ param amlRetryAttempts string
 @description('App setting AML_RETRY_DELAY_S; its meaning is in docs/deploy.md.')
 @minLength(1)
 param amlRetryDelayS string
+@description('App setting AML_PROFILES (JSON, compute profiles on Azure ML; docs/profiles.md); empty: none declared.')
+param amlProfiles string
 
 // ---- values of resources this deployment creates (names and ids are never empty) ----
 
@@ -254,6 +258,7 @@ var operatorSettings = {
   BATCH_RETRY_BACKOFF_S: batchRetryBackoffS
   BATCH_RETRY_MAX_WAIT_S: batchRetryMaxWaitS
   BATCH_TERMINATE_WAIT_S: batchTerminateWaitS
+  BATCH_PROFILES: batchProfiles // empty: every workload runs on its BATCH_POOLS pool only
   AML_MODE: amlMode
   AML_SUBSCRIPTION_ID: amlEnabled ? amlSubscriptionId : ''
   AML_RESOURCE_GROUP: amlEnabled ? amlResourceGroup : ''
@@ -270,6 +275,7 @@ var operatorSettings = {
   AML_EXPERIMENT: amlExperiment
   AML_RETRY_ATTEMPTS: amlRetryAttempts
   AML_RETRY_DELAY_S: amlRetryDelayS
+  AML_PROFILES: amlProfiles // empty: every workload runs on its AML_COMPUTE compute only
 }
 
 var derivedSettings = {

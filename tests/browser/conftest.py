@@ -12,6 +12,7 @@ the tests with that instruction rather than skipping them.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -40,11 +41,20 @@ TERMINAL = {"succeeded", "failed", "cancelled"}
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 
 
+CONSOLE_PROFILES = json.dumps(
+    {
+        "cpu-small": {"maxRunS": 600, "workloads": ["artifacts", "imagery"], "description": "small areas"},
+        "long": {"maxRunS": 7200, "workloads": ["training"]},
+    }
+)
+
+
 @pytest.fixture(scope="package")
 def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     workdir = tmp_path_factory.mktemp("console-stack")
     settings = {"HASTE_POLL_INITIAL_S": "0.5", "HASTE_POLL_MAX_S": "1", "HASTE_LOCAL_SLOTS": "2"}
     settings["HASTE_LOCAL_PRICE_PER_SLOT_HOUR"] = "36"  # local jobs cost something: the costs page has bars
+    settings["HASTE_LOCAL_PROFILES"] = CONSOLE_PROFILES  # the submit form offers them (test_console_profiles)
     with LocalStack(workdir, settings=settings) as stack:
         yield stack
 

@@ -266,6 +266,10 @@ def build_backends(
                 workloads=settings.backends[name].workloads(workload_names()),
                 weight=settings.routing.weights.get(name, 1.0),
                 unable=settings.backends[name].limits(workload_names()),
+                profiles={
+                    profile.name: profile.workloads
+                    for profile in settings.backends[name].profiles(workload_names()).values()
+                },
             )
             for name in settings.routing.enabled_backends
         }

@@ -17,6 +17,7 @@ from hastegeo.utils.errors import ConfigurationError
 
 OPTIONAL_EMPTY = {"AML_SUBSCRIPTION_ID", "AML_RESOURCE_GROUP", "AML_WORKSPACE"} | {
     "AML_IMAGE", "AML_BUILD_CONTEXT", "AML_CODE_DIR", "AML_MANAGED_IDENTITY_CLIENT_ID", "AML_DATASTORES", "AML_REGION",
+    "AML_PROFILES",
 }  # fmt: skip
 
 

@@ -125,6 +125,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         }
         if args.backend:
             request["backend"] = args.backend
+    if args.profile:  # also over a request file's: the command line is the later word
+        request["profile"] = args.profile
     client = _client(args)
     # Always a key: a submission retried after a 429/503 (or by the user) returns the same job.
     job = client.submit(request, idempotency_key=args.idempotency_key or f"cli-{uuid.uuid4()}")
@@ -371,6 +373,7 @@ def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentPa
     submit.add_argument("--workload", choices=workload_names())
     submit.add_argument("--project")
     submit.add_argument("--backend", choices=["auto", *backend_names()])
+    submit.add_argument("--profile", help="the compute profile to run on (haste backends lists them)")
     submit.add_argument("--input", action="append", default=[], help="blob:<name> or job:<id> (repeatable)")
     submit.add_argument("--param", action="append", default=[], help="key=value, value may be JSON (repeatable)")
     submit.add_argument("--idempotency-key", help="retrying with the same key returns the same job")

@@ -50,10 +50,27 @@ def output_row(output: dict[str, Any]) -> str:
     return f"{output['size']:>12}  {str(output.get('sha256') or '-')[:12]:<12}  {output['name']}"
 
 
+def _duration(seconds: int) -> str:
+    """``14400`` → ``4h``, ``600`` → ``10min``, ``90`` → ``90s``."""
+    for unit, size in (("h", 3600), ("min", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def profile_row(profile: dict[str, Any]) -> str:
+    """``  profile gpu-t4-spot (spot, at most 4h) on pool gpu-t4-spot: training``."""
+    limit = int(profile.get("maxRunS") or 0)
+    longest = f", at most {_duration(limit)}" if limit else ""
+    workloads = ", ".join(profile.get("workloads") or []) or "-"
+    return f"  profile {profile['name']} ({profile['tier']}{longest}) on {profile['runsOn']}: {workloads}"
+
+
 def backend_rows(body: dict[str, Any]) -> list[str]:
     rows = [f"default: {body.get('default')}"]
     for backend in body.get("backends", []):
         rows.append(f"{backend['name']:<14} weight {backend['weight']:<4} {', '.join(backend['workloads']) or '-'}")
         rows += [f"  not {workload}: {why}" for workload, why in backend.get("unavailable", {}).items()]
+        rows += [profile_row(profile) for profile in backend.get("profiles", []) if profile["name"] != "default"]
     rows += [f"{backend['name']:<14} disabled: {backend['reason']}" for backend in body.get("disabled", [])]
     return rows

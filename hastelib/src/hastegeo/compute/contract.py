@@ -60,6 +60,7 @@ class ComputeJobSpec(_Frozen):
     time_limit_s: int = 3600
     retry_budget: int = 0
     labels: dict[str, str] = Field(default_factory=dict)
+    profile: str | None = Field(None, description="A declared compute profile (ADR 0043); None: 'default'.")
 
     @property
     def argv(self) -> tuple[str, ...]:

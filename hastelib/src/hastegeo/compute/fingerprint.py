@@ -33,15 +33,18 @@ if TYPE_CHECKING:
 
 
 def fingerprint(spec: ComputeJobSpec) -> str:
-    """The identity fields only (job id, name, workload, image, argv, output): labels may change."""
+    """The identity fields only (job id, name, workload, image, argv, output, a declared profile): labels may
+    change. The implicit profile adds nothing, so a job without one keeps the fingerprint it had before profiles."""
     identity: dict[str, object] = {"jobId": spec.job_id, "name": spec.name, "workload": spec.workload}
     identity.update(image=spec.image, argv=list(spec.argv), output=[spec.output.container, spec.output.path])
+    if spec.profile is not None:
+        identity["profile"] = spec.profile
     return _digest(json.dumps(identity, sort_keys=True, separators=(",", ":")))
 
 
 def legacy_fingerprint(spec: ComputeJobSpec) -> str:
     """The whole-spec digest local and Azure ML jobs carry when submitted before the one fingerprint."""
-    return _digest(spec.model_dump_json())
+    return _digest(spec.model_dump_json(exclude={"profile"} if spec.profile is None else None))
 
 
 def accepted(spec: ComputeJobSpec) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from hastegeo.models.job import (
     JobRequest,
     Submitter,
     Workload,
+    profile_field,
 )
 from hastegeo.models.states import JobState
 
@@ -74,6 +75,7 @@ class GroupItem(_Model):
     inputs: list[JobInput] = Field(default_factory=list, max_length=500, description="Added to the group's inputs.")
     labels: dict[str, str] = Field(default_factory=dict, max_length=20)
     after: list[str] = _after_field()
+    profile: str | None = profile_field()
 
     @field_validator("after")
     @classmethod
@@ -87,6 +89,7 @@ class GroupRequest(_Model):
     workload: Workload
     project_id: str = Field(pattern=ID_PATTERN, description="Project the group and its jobs belong to.")
     backend: BackendChoice | None = Field(None, description="auto, or a backend name; default from settings.")
+    profile: str | None = profile_field()
     inputs: list[JobInput] = Field(default_factory=list, max_length=500, description="Inputs every item gets.")
     parameters: dict[str, Any] = Field(default_factory=dict, description="Parameters every item gets.")
     labels: dict[str, str] = Field(default_factory=dict, max_length=20)
@@ -99,6 +102,15 @@ class GroupRequest(_Model):
     def _ids(cls, value: list[str]) -> list[str]:
         return check_after(value)
 
+    def fingerprint(self) -> str:
+        """What makes a replay the same request: its JSON, without a ``profile`` nobody named (a field
+        added later, so a request without one keeps the fingerprint it had before)."""
+        exclude: dict[str, Any] = {"profile": True} if self.profile is None else {}
+        unnamed = {index: {"profile"} for index, item in enumerate(self.items) if item.profile is None}
+        if unnamed:
+            exclude["items"] = unnamed
+        return hashlib.sha256(self.model_dump_json(exclude=exclude or None).encode()).hexdigest()
+
     def item_request(self, index: int) -> JobRequest:
         """The job request of item ``index``: the shared part with the item's own over it.
 
@@ -109,6 +121,7 @@ class GroupRequest(_Model):
             workload=self.workload,
             project_id=self.project_id,
             backend=self.backend,
+            profile=item.profile or self.profile,
             inputs=[*self.inputs, *item.inputs],
             parameters={**self.parameters, **item.parameters},
             labels={**self.labels, **item.labels},

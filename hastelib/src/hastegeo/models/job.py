@@ -36,6 +36,7 @@ from hastegeo.models.history import StatusEvent
 from hastegeo.models.ids import ID_PATTERN
 from hastegeo.models.paths import check_relative_path
 from hastegeo.models.states import JobState
+from hastegeo.profiles import DEFAULT_PROFILE, NAME_PATTERN
 from hastegeo.workloads.registry import workload_names
 
 
@@ -48,6 +49,23 @@ def _known_backend(value: str) -> str:
 
 
 BackendChoice = Annotated[str, AfterValidator(_known_backend)]
+
+
+def profile_field() -> Any:
+    """A request's ``profile``: the name of a compute profile its backend offers to its workload (ADR 0043)."""
+    return Field(
+        None,
+        pattern=NAME_PATTERN,
+        description="The compute profile to run on (GET /api/backends lists each backend's); default: 'default', "
+        "the workload's own compute.",
+        # No "default" in the schema: generated typed clients then keep it optional, and code built against
+        # the schema before profiles still compiles (a generator makes a field with a default required).
+        json_schema_extra=_no_schema_default,
+    )
+
+
+def _no_schema_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
 
 
 def _known_workload(value: object) -> object:
@@ -108,6 +126,7 @@ class JobRequest(_Model):
     workload: Workload
     project_id: str = Field(pattern=ID_PATTERN, description="Project the job belongs to.")
     backend: BackendChoice | None = Field(None, description="auto, or a backend name; default from settings.")
+    profile: str | None = profile_field()
     inputs: list[JobInput] = Field(default_factory=list, max_length=500)
     parameters: dict[str, Any] = Field(default_factory=dict, description="Workload-specific parameters.")
     labels: dict[str, str] = Field(default_factory=dict, max_length=20)
@@ -208,6 +227,9 @@ class Job(_Model):
     state: JobState
     requested_backend: BackendChoice
     backend: str
+    profile: Annotated[str, BeforeValidator(lambda value: value or DEFAULT_PROFILE)] = Field(
+        DEFAULT_PROFILE, description="The compute profile it runs on (ADR 0043)."
+    )
     inputs: list[JobInput] = Field(default_factory=list)
     parameters: dict[str, Any] = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict)
@@ -281,6 +303,7 @@ class Job(_Model):
             workload=self.workload,
             project_id=self.project_id,
             backend=self.requested_backend,
+            profile=None if self.profile == DEFAULT_PROFILE else self.profile,
             inputs=self.inputs,
             parameters=self.parameters,
             labels=self.labels,

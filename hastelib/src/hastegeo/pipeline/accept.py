@@ -27,6 +27,7 @@ from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.after import WAITING_DEADLINE, Dependencies
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.profiles import DEFAULT_PROFILE
 from hastegeo.store import due
 from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -270,10 +271,10 @@ class JobAcceptor:
         if processor is None:
             raise InvalidJobError(f"workload: {request.workload!r} is not available", field="workload")
         processor.validate(request)
-        # ``after`` joined the request later: a request without one keeps the fingerprint it had before.
-        fingerprint = hashlib.sha256(
-            request.model_dump_json(exclude=None if request.after else {"after"}).encode()
-        ).hexdigest()
+        # ``after`` and ``profile`` joined the request later: a request without them keeps the fingerprint
+        # it had before.
+        later = {name for name in ("after", "profile") if not getattr(request, name)}
+        fingerprint = hashlib.sha256(request.model_dump_json(exclude=later or None).encode()).hexdigest()
         if job_id is None:
             job_id = keyed_job_id(request.project_id, idempotency_key) if idempotency_key else new_job_id()
         # A keyed request is stored with a conditional create and read only when the id is
@@ -281,10 +282,11 @@ class JobAcceptor:
         # input checks now fail (a backend disabled since, an input deleted) still gets the
         # job its first attempt stored.
         requested = request.backend or deps.settings.routing.default_backend
+        profile = request.profile or DEFAULT_PROFILE
         if parent is not None:
             requested = parent.backend
         try:
-            backend = deps.router.resolve(requested, request.workload, job_id)
+            backend = deps.router.resolve(requested, request.workload, job_id, profile)
             implicit = self._check_inputs(request, processor.params_model.model_validate(request.parameters), parent)
             after = list(dict.fromkeys([*request.after, *implicit]))
             upstreams = Dependencies(deps).resolve(request.project_id, request.after)
@@ -313,6 +315,7 @@ class JobAcceptor:
             state=JobState.QUEUED,
             requested_backend=requested,
             backend=backend,
+            profile=profile,
             inputs=request.inputs,
             parameters=request.parameters,
             labels=request.labels,
@@ -324,7 +327,9 @@ class JobAcceptor:
                 make_event(
                     now,
                     JobState.QUEUED,
-                    f"{origin}; runs on {backend}" + (" (chosen by auto routing)" if requested == "auto" else ""),
+                    f"{origin}; runs on {backend}"
+                    + (" (chosen by auto routing)" if requested == "auto" else "")
+                    + (f" with profile {profile}" if profile != DEFAULT_PROFILE else ""),
                     source,
                 ),
                 *(make_event(now, JobState.QUEUED, note, source) for note in notes),

@@ -45,7 +45,8 @@ class Failover:
         if job.requested_backend != "auto" or len(job.backends_left) >= MAX_MOVES:
             return None
         left = {*job.backends_left, job.backend}
-        return next((name for name in self._deps.router.ranking(job.workload, job.id) if name not in left), None)
+        ranking = self._deps.router.ranking(job.workload, job.id, job.profile)  # only backends that offer its profile
+        return next((name for name in ranking if name not in left), None)
 
     def begin(self, version: Versioned, line: str) -> bool:
         """Record that the job is leaving its backend (``line`` says why). False: it has nowhere to go."""

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -43,6 +42,7 @@ from hastegeo.pipeline.accept import (
 from hastegeo.pipeline.after import Dependencies
 from hastegeo.pipeline.cancel import CancelStep
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.profiles import DEFAULT_PROFILE
 from hastegeo.store.groups import GroupStore
 from hastegeo.store.queues import GROUPS_QUEUE, GroupMessage
 from hastegeo.utils.errors import ConflictError, HasteError, InvalidJobError, JobNotFoundError
@@ -94,13 +94,21 @@ class GroupSteps:
         processor = deps.processors.get(request.workload)
         if processor is None:
             raise RequestRejected("The group request is invalid", [("workload", "is not available")])
-        deps.router.resolve(request.backend or deps.settings.routing.default_backend, request.workload, "g")
+        backend = request.backend or deps.settings.routing.default_backend
+        try:
+            deps.router.resolve(backend, request.workload, "g", request.profile or DEFAULT_PROFILE)
+        except InvalidJobError as exc:  # the backend, or the profile, cannot take the workload
+            field = exc.field or "backend"
+            reason = str(exc).removeprefix(f"{field}: ")
+            raise RequestRejected("The group request is invalid", [(field, reason)]) from None
         errors: list[tuple[str, str]] = []
         for index in range(len(request.items)):
             where = f"items[{index}]"
             try:
                 item = request.item_request(index)
                 processor.validate(item)
+                if item.profile != request.profile:  # the group's own was checked above
+                    deps.router.resolve(backend, request.workload, "g", item.profile or DEFAULT_PROFILE)
             except ValidationError as exc:
                 error = exc.errors(include_url=False, include_input=False)[0]
                 errors.append((f"{where}.{field_path(error['loc'])}", error["msg"].removeprefix("Value error, ")))
@@ -131,7 +139,7 @@ class GroupSteps:
 
         Raises RequestRejected, BackendUnavailableError, ConflictError (the key was used for another request).
         """
-        fingerprint = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+        fingerprint = request.fingerprint()
         group_id = keyed_group_id(request.project_id, idempotency_key) if idempotency_key else new_group_id()
         if idempotency_key:
             existing = self._groups.find(group_id)

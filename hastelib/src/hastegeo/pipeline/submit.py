@@ -18,6 +18,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.chain import PendingPoll
 from hastegeo.pipeline.deadlines import expire
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.profile import job_profile, with_profile
 from hastegeo.store.jobs import Versioned
 from hastegeo.store.queues import JobMessage
 from hastegeo.telemetry import meter, tracer
@@ -86,7 +87,8 @@ class SubmitStep:
         attempt = job.attempts.submit + 1
         processor = deps.processors[job.workload]
         try:
-            spec = processor.build_spec(job, deps.spec_inputs, deps.output_location(job.id))
+            profile = job_profile(deps.settings, job)
+            spec = with_profile(processor.build_spec(job, deps.spec_inputs, deps.output_location(job.id)), profile)
             handle = deps.service.submit(job.backend, spec)
         except TransientBackendError as exc:
             cause = describe_exception(exc)
@@ -103,7 +105,11 @@ class SubmitStep:
         # whoever ends the job first can delete it. It waits out the poll delay; one that still
         # arrives before the handle is stored sends itself again (see the poll step).
         pending = self._arm_poll(job)
-        bound = deps.journal.update(job.id, lambda j: self._bind(j, handle, pending, started, attempt), known=version)
+        settings = deps.settings
+        run_s = profile.run_deadline_s(settings.queue_limit_s(job.backend), settings.pipeline.run_deadline_s)
+        bound = deps.journal.update(
+            job.id, lambda j: self._bind(j, handle, pending, started, attempt, run_s), known=version
+        )
         job = bound.job
         if bound.wrote:
             meter.job_started(job)
@@ -146,10 +152,10 @@ class SubmitStep:
         )
 
     def _bind(
-        self, job: Job, handle: ComputeJobHandle, pending: PendingPoll, started: datetime, attempt: int
+        self, job: Job, handle: ComputeJobHandle, pending: PendingPoll, started: datetime, attempt: int, run_s: int
     ) -> Job | None:
-        """Store the handle and move the job to running; a queued job first gets its ``submitting`` event,
-        dated when the submission began (one write for both)."""
+        """Store the handle and move the job to running (to end within ``run_s``: its profile's bound); a queued
+        job first gets its ``submitting`` event, dated when the submission began (one write for both)."""
         if job.handle is not None or job.state.terminal:
             return None
         deps = self._deps
@@ -179,7 +185,7 @@ class SubmitStep:
             last_error=None,  # submitted: an earlier attempt's error is past
             **pending.fields(),
             started_at=now,
-            deadline_at=now + timedelta(seconds=deps.settings.pipeline.run_deadline_s),
+            deadline_at=now + timedelta(seconds=run_s),
         )
 
     def _arm_poll(self, job: Job) -> PendingPoll:

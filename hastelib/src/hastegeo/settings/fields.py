@@ -15,6 +15,7 @@ from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from hastegeo.profiles import Profile, ProfileDeclaration, offered
 from hastegeo.utils.errors import ConfigurationError
 
 
@@ -112,6 +113,18 @@ class BackendSection(Section):
     def poll_max(self) -> float | None:
         """The longest delay between two polls of this backend's jobs (s); None: ``HASTE_POLL_MAX_S``."""
         return None
+
+    def declared_profiles(self) -> Mapping[str, ProfileDeclaration]:
+        """The compute profiles the operator declared for this backend (ADR 0043); none by default."""
+        return {}
+
+    def default_runs_on(self) -> str:
+        """What the implicit ``default`` profile runs on, in one line."""
+        return "the workload's own compute"
+
+    def profiles(self, workloads: Iterable[str]) -> dict[str, Profile]:
+        """Every profile this backend offers with these settings: ``default``, then those declared."""
+        return offered(self.declared_profiles(), self.workloads(workloads), self.default_runs_on())
 
 
 S = TypeVar("S", bound=Section)

@@ -95,9 +95,10 @@ class BatchBackend(ComputeBackend):
             TerminalBackendError: no pool/image for the workload, or the ids belong to another submission.
             TransientBackendError: Batch stayed busy or unreachable for the whole retry budget.
         """
-        pool_id = self._settings.pools.get(spec.workload)
+        pool_id, tier = self._settings.placement(spec.workload, spec.profile)
         if not pool_id:
-            raise TerminalBackendError(f"No Batch pool for workload {spec.workload!r} (BATCH_POOLS)", backend=self.name)
+            where = f"under profile {spec.profile!r} (BATCH_PROFILES)" if spec.profile else "(BATCH_POOLS)"
+            raise TerminalBackendError(f"No Batch pool for workload {spec.workload!r} {where}", backend=self.name)
         image = spec.image or self._settings.images.get(spec.workload)
         if not image:
             raise TerminalBackendError(f"No image for workload {spec.workload!r} (BATCH_IMAGES)", backend=self.name)
@@ -111,6 +112,7 @@ class BatchBackend(ComputeBackend):
             identity_resource_id=self._settings.identity_resource_id,
             registry=self._settings.registry,
             retention_s=self._settings.retention_s,
+            tier=tier,
         )
         task = taskspec.task_options(spec, task_id, placement, digest)  # a bad spec fails before any call
         what = f"submitting Batch job {job_id}"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
+from hastegeo.profiles import DEFAULT_PROFILE, ProfileDeclaration, Tier, parse_profiles, profiles_field
 from hastegeo.settings.fields import BackendSection, CsvMap, poll_max_field, queue_limit_field, workload_limits
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -17,6 +19,15 @@ class AuthMode(enum.StrEnum):
     MANAGED_IDENTITY = "managed_identity"
     DEFAULT = "default"
     SHARED_KEY = "shared_key"
+
+
+class BatchProfile(ProfileDeclaration):
+    """A Batch profile runs on one pool; a spot profile's pool has spot (low-priority) nodes."""
+
+    pool: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$", description="The Batch pool id its jobs run on.")
+
+    def runs_on(self) -> str:
+        return f"pool {self.pool}"
 
 
 class BatchSettings(BackendSection):
@@ -75,6 +86,10 @@ class BatchSettings(BackendSection):
         "HASTE_AZURE_BATCH_QUEUE_LIMIT_S", 1800, "a Batch node (pool resizes time out at 15 min)"
     )
     poll_max_s: int = poll_max_field("BATCH_POLL_MAX_S", 600, "Azure Batch")
+    compute_profiles: Annotated[dict[str, BatchProfile], BeforeValidator(parse_profiles)] = profiles_field(
+        "BATCH_PROFILES",
+        '{"gpu-t4-spot": {"pool": "gpu-t4-spot", "tier": "spot", "maxRunS": 14400, "workloads": ["training"]}}',
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> BatchSettings:
@@ -98,6 +113,20 @@ class BatchSettings(BackendSection):
 
     def poll_max(self) -> float:
         return float(self.poll_max_s)
+
+    def declared_profiles(self) -> Mapping[str, BatchProfile]:
+        return self.compute_profiles
+
+    def default_runs_on(self) -> str:
+        return "the workload's pool (BATCH_POOLS)"
+
+    def placement(self, workload: str, profile: str | None) -> tuple[str, Tier]:
+        """The pool a job of ``workload`` runs on under ``profile`` (None: ``default``) and its tier;
+        an empty pool id when the settings name none."""
+        if profile is None or profile == DEFAULT_PROFILE:
+            return self.pools.get(workload, ""), Tier.DEDICATED
+        declared = self.compute_profiles.get(profile)
+        return (declared.pool, declared.tier) if declared else ("", Tier.DEDICATED)
 
     def limits(self, workloads: Iterable[str]) -> dict[str, str]:
         empty = self.empty("account_url", "identity_resource_id")

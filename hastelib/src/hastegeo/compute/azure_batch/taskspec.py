@@ -20,6 +20,7 @@ from urllib.parse import quote
 from azure.batch import models
 
 from hastegeo.compute.contract import ComputeJobSpec, InputFile
+from hastegeo.profiles import SPOT_RERUNS, Tier
 from hastegeo.utils.errors import TerminalBackendError
 from hastegeo.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 
@@ -54,6 +55,13 @@ class Placement:
     identity_resource_id: str
     registry: str = ""
     retention_s: int = 86400
+    tier: Tier = Tier.DEDICATED  # of the pool's nodes (the job's profile, ADR 0043)
+
+    @property
+    def retries(self) -> int:
+        """Batch requeues a task its spot node was taken from without counting it; a task that saw the
+        eviction start and exited non-zero is retried a few times as well, so it is run again, not failed."""
+        return SPOT_RERUNS if self.tier is Tier.SPOT else 0
 
 
 def job_options(spec: ComputeJobSpec, job_id: str, pool_id: str, fingerprint: str) -> models.BatchJobCreateOptions:
@@ -101,7 +109,7 @@ def task_options(
         constraints=models.BatchTaskConstraints(
             max_wall_clock_time=timedelta(seconds=spec.time_limit_s),
             retention_time=timedelta(seconds=placement.retention_s),
-            max_task_retry_count=spec.retry_budget,
+            max_task_retry_count=max(spec.retry_budget, placement.retries),
         ),
     )
 

@@ -26,6 +26,7 @@ from azure.ai.ml.entities._builders.command import Command
 from hastegeo.compute.azure_ml.events import TAG_JOB_ID
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
 from hastegeo.compute.contract import ComputeJobSpec
+from hastegeo.profiles import Tier
 from hastegeo.utils.errors import ConfigurationError
 from hastegeo.workdir import WORKDIR_VARIABLE, workdir_env
 
@@ -161,8 +162,10 @@ def build_command_job(
     Raises:
         ConfigurationError: no compute target is configured for the workload.
     """
-    compute = settings.compute.get(spec.workload)
-    if not compute:
+    placement = settings.placement(spec.workload, spec.profile)
+    if not placement.compute and spec.profile:
+        raise ConfigurationError(f"AML_PROFILES has no profile {spec.profile!r} for workload {spec.workload!r}")
+    if not placement.compute:
         raise ConfigurationError(f"AML_COMPUTE has no compute target for workload {spec.workload!r}")
     inputs: dict[str, Any] = {
         input_name(index): Input(
@@ -191,8 +194,12 @@ def build_command_job(
         environment=environment,
         # Both names, as on Batch: images built before HASTE_JOB_WORKDIR read only the legacy one.
         environment_variables={**spec.env, **workdir_env(CONTAINER_WORKDIR)},
-        compute=compute,
+        compute=placement.compute,
         inputs=inputs,
         outputs=outputs,
         timeout=spec.time_limit_s,
+        # The profile's shape and tier (ADR 0043); a job without a profile leaves them to its compute.
+        instance_type=placement.instance_type,
+        instance_count=placement.instance_count,
+        job_tier="Spot" if placement.tier is Tier.SPOT else None,
     )

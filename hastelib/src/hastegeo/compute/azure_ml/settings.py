@@ -5,8 +5,8 @@ workspace coordinates (``AML_SUBSCRIPTION_ID``, ``AML_RESOURCE_GROUP``,
 ``AML_WORKSPACE``). Everything the backend needs to run has a non-empty default
 even while it is ``Disabled``, so flipping ``AML_MODE`` alone never meets an
 empty identity mode or compute map. The optional selectors (``AML_IMAGE``,
-``AML_BUILD_CONTEXT``, ``AML_CODE_DIR``, ``AML_MANAGED_IDENTITY_CLIENT_ID``) are
-empty by default, which means "not used" and is documented on each field.
+``AML_BUILD_CONTEXT``, ``AML_CODE_DIR``, ``AML_MANAGED_IDENTITY_CLIENT_ID``,
+``AML_PROFILES``) are empty by default, which means "not used" and is documented on each field.
 
 Environments come three ways, chosen by ``AML_ENVIRONMENT_SOURCE``:
 
@@ -24,10 +24,12 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
+from hastegeo.profiles import DEFAULT_PROFILE, ProfileDeclaration, Tier, parse_profiles, profiles_field
 from hastegeo.settings.fields import (
     BackendSection,
     CsvMap,
@@ -75,6 +77,32 @@ def parse_environment_reference(reference: str) -> tuple[str, str | None, str | 
     if not match:
         raise ValueError(f"AML_ENVIRONMENT must be name:version or name@label, got {reference!r}")
     return match.group("name"), match.group("version"), match.group("label")
+
+
+class AmlProfile(ProfileDeclaration):
+    """An Azure ML profile runs on one compute, with an instance type and count (a spot one in the spot tier)."""
+
+    compute: str = Field(
+        pattern=r"^[A-Za-z][A-Za-z0-9-]{1,31}$", description="The compute cluster (or serverless) name its jobs use."
+    )
+    instance_type: str = Field(
+        "", max_length=64, description="VM size of each instance, e.g. Standard_NC4as_T4_v3 (empty: the compute's)."
+    )
+    instance_count: int = Field(1, ge=1, le=100, description="How many instances the job takes.")
+
+    def runs_on(self) -> str:
+        shape = f" ({self.instance_type} x {self.instance_count})" if self.instance_type else ""
+        return f"compute {self.compute}{shape}"
+
+
+@dataclass(frozen=True)
+class AmlPlacement:
+    """Where an Azure ML job runs: its compute, instance type and count (None: the compute's own), and tier."""
+
+    compute: str
+    instance_type: str | None = None
+    instance_count: int | None = None
+    tier: Tier = Tier.DEDICATED
 
 
 class AmlSettings(BackendSection):
@@ -150,6 +178,11 @@ class AmlSettings(BackendSection):
     )
     queue_limit_s: int = queue_limit_field("HASTE_AZURE_ML_QUEUE_LIMIT_S", 3600, "its Azure ML compute")
     poll_max_s: int = poll_max_field("AML_POLL_MAX_S", 600, "Azure ML")
+    compute_profiles: Annotated[dict[str, AmlProfile], BeforeValidator(parse_profiles)] = profiles_field(
+        "AML_PROFILES",
+        '{"gpu-t4-spot": {"compute": "haste-gpu", "instanceType": "Standard_NC4as_T4_v3", "instanceCount": 1, '
+        '"tier": "spot", "maxRunS": 14400, "workloads": ["training"]}}',
+    )
 
     @model_validator(mode="after")
     def _coordinates(self) -> AmlSettings:
@@ -198,6 +231,22 @@ class AmlSettings(BackendSection):
         elif self.environment_source is EnvironmentSource.BUILD_CONTEXT and not self.build_context:
             whole = "AML_ENVIRONMENT_SOURCE=build_context needs AML_BUILD_CONTEXT"
         return workload_limits(workloads, whole, [(self.compute, "AML_COMPUTE names no compute target for it")])
+
+    def declared_profiles(self) -> Mapping[str, AmlProfile]:
+        return self.compute_profiles
+
+    def default_runs_on(self) -> str:
+        return "the workload's compute (AML_COMPUTE)"
+
+    def placement(self, workload: str, profile: str | None) -> AmlPlacement:
+        """Where a job of ``workload`` runs under ``profile`` (None: ``default``); an empty compute when the
+        settings name none."""
+        if profile is None or profile == DEFAULT_PROFILE:
+            return AmlPlacement(self.compute.get(workload, ""))
+        declared = self.compute_profiles.get(profile)
+        if declared is None:
+            return AmlPlacement("")
+        return AmlPlacement(declared.compute, declared.instance_type or None, declared.instance_count, declared.tier)
 
     def datastore_for(self, container: str) -> str:
         """The workspace datastore that points at blob ``container``."""

@@ -2,8 +2,10 @@
 
 Azure ML reports no cost per job. Its run history says when the run started and ended
 (``startTimeUtc``, ``endTimeUtc``); the job names its cluster and instance count; the cluster its VM
-size (``size``), its tier (dedicated or low priority, billed at the spot rate) and its region. One job
-is one run: Azure ML does not report the runs within it (a low-priority node preempted and the job
+size (``size``), its tier (dedicated or low priority, billed at the spot rate) and its region. A job
+under a compute profile (ADR 0043) names its own instance type (``resources.instance_type``) and may ask
+for the spot tier (``queue_settings.job_tier``): those win over the cluster's. One job is one run: Azure
+ML does not report the runs within it (a low-priority node preempted and the job
 resumed is one run, from its first start to its end).
 """
 
@@ -22,16 +24,18 @@ def job_usage(job: Any, details: Any, compute: Any, region: str, now: datetime, 
     start: datetime | None = getattr(details, "start_time_utc", None)
     if start is None:
         return None if not ended else Usage(count=0)
-    size = getattr(compute, "size", None)
+    resources = getattr(job, "resources", None)
+    size = getattr(resources, "instance_type", None) or getattr(compute, "size", None)
     region = str(getattr(compute, "location", None) or region)
+    job_tier = str(getattr(getattr(job, "queue_settings", None), "job_tier", None) or "").lower()
     try:
-        tier = Priority.parse(getattr(compute, "tier", None) or "dedicated")
+        tier = Priority.SPOT if job_tier == "spot" else Priority.parse(getattr(compute, "tier", None) or "dedicated")
     except ValueError:
         return Usage(count=1)
     if not size or not region:
         return Usage(count=1)
     end = getattr(details, "end_time_utc", None) if ended else None
-    count = int(getattr(getattr(job, "resources", None), "instance_count", None) or 1)
+    count = int(getattr(resources, "instance_count", None) or 1)
     attempt = AmlAttempt(
         region=region,
         instance_type=str(size),

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Self
+from typing import Annotated, Self
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, field_validator
 
+from hastegeo.profiles import ProfileDeclaration, Tier, parse_profiles, profiles_field
 from hastegeo.settings.fields import BackendSection, queue_limit_field
 
 
@@ -24,6 +25,20 @@ def in_azure_functions(env: Mapping[str, str]) -> bool:
     if env.get("WEBSITE_INSTANCE_ID"):
         return True
     return bool(env.get("WEBSITE_SITE_NAME")) and bool(env.get("FUNCTIONS_WORKER_RUNTIME"))
+
+
+class LocalProfile(ProfileDeclaration):
+    """A local profile: a time limit and the workloads that may use it; it runs as a local process."""
+
+    @field_validator("tier")
+    @classmethod
+    def _dedicated(cls, value: Tier) -> Tier:
+        if value is not Tier.DEDICATED:
+            raise ValueError("the local backend has no spot capacity: its profiles are dedicated")
+        return value
+
+    def runs_on(self) -> str:
+        return "a local process"
 
 
 class LocalSettings(BackendSection):
@@ -49,6 +64,9 @@ class LocalSettings(BackendSection):
         "(refused there by default: they would share the app's memory, CPU and identity).",
     )
     queue_limit_s: int = queue_limit_field("HASTE_LOCAL_QUEUE_LIMIT_S", 3600, "a free local slot")
+    compute_profiles: Annotated[dict[str, LocalProfile], BeforeValidator(parse_profiles)] = profiles_field(
+        "HASTE_LOCAL_PROFILES", '{"cpu-small": {"maxRunS": 1800, "workloads": ["imagery", "embedding"]}}'
+    )
     # Read from the platform's own variables (see in_azure_functions) by from_environ; not a setting.
     in_azure_functions: bool = False
 
@@ -71,3 +89,9 @@ class LocalSettings(BackendSection):
 
     def queue_limit(self) -> int:
         return self.queue_limit_s
+
+    def declared_profiles(self) -> Mapping[str, LocalProfile]:
+        return self.compute_profiles
+
+    def default_runs_on(self) -> str:
+        return "a local process"

@@ -201,7 +201,7 @@ class Engine:
             self._stage(task.body.get("resourceFiles") or [], workdir)
         except Exception as exc:
             return None, "BlobDownloadMiscError", f"A resource file could not be downloaded: {describe_exception(exc)}"
-        preempt = self.faults.take_preemption(job.id)
+        preempt = self.faults.take_preemption(job.id, pool_of(job))
         env = self._environment(job, task, workdir)
         argv = shlex.split(str(task.body.get("commandLine") or ""))
         with (task.task_dir / "stdout.txt").open("ab") as out, (task.task_dir / "stderr.txt").open("ab") as err:

@@ -105,11 +105,14 @@ class Faults:
             self.node_losses.append(NodeLoss(not_ready_calls, job_id))
         return self
 
-    def preempt(self, times: int = 1, *, job_id: str | None = None, after_s: float | None = None) -> Faults:
+    def preempt(
+        self, times: int = 1, *, job_id: str | None = None, after_s: float | None = None, pool_id: str | None = None
+    ) -> Faults:
         """The node running the task is preempted ``times`` times (each run ``after_s`` after it started): the
-        task is requeued and re-run elsewhere."""
+        task is requeued and re-run elsewhere. ``pool_id``: only tasks on that pool (a job id never has ':')."""
+        key = f"pool:{pool_id}" if pool_id else job_id
         with self._lock:
-            self.preemptions[job_id] = self.preemptions.get(job_id, 0) + times
+            self.preemptions[key] = self.preemptions.get(key, 0) + times
             self.preempt_after_s = self.preempt_after_s if after_s is None else after_s
         return self
 
@@ -166,9 +169,9 @@ class Faults:
                     return loss.not_ready_calls
         return None
 
-    def take_preemption(self, job_id: str) -> bool:
+    def take_preemption(self, job_id: str, pool_id: str = "") -> bool:
         with self._lock:
-            for key in (job_id, None):
+            for key in (job_id, f"pool:{pool_id}", None):
                 if self.preemptions.get(key, 0) > 0:
                     self.preemptions[key] -= 1
                     return True

@@ -76,6 +76,24 @@ class BatchTestService:
             self.pool_shapes[pool_id] = PoolShape(vm_size, slots_per_node, low_priority)
         return self
 
+    def preempt_spot(self, pool_id: str, times: int = 1, *, after_s: float | None = None) -> BatchTestService:
+        """The spot pool ``pool_id`` takes back the node of its next ``times`` runs: each task is requeued.
+
+        Raises:
+            ValueError: the pool was not shaped with spot (low-priority) nodes: dedicated nodes are not preempted.
+        """
+        with self.engine.lock:
+            spot = self.pool_shapes.get(pool_id, PoolShape()).low_priority
+        if not spot:
+            raise ValueError(f"pool {pool_id!r} has dedicated nodes (shape_pool(..., low_priority=True) for spot)")
+        self.faults.preempt(times, after_s=after_s, pool_id=pool_id)
+        return self
+
+    def jobs_on(self, pool_id: str) -> list[str]:
+        """The ids of the jobs created on pool ``pool_id``, oldest first."""
+        with self.engine.lock:
+            return [job.id for job in self.engine.jobs.values() if pool_of(job) == pool_id]
+
     def size_pool(self, pool_id: str, slots: int) -> BatchTestService:
         """Give ``pool_id`` ``slots`` task slots: its tasks wait for one, taken first come, first served
         (jobs of a higher priority first), as Batch schedules a pool's tasks."""
