@@ -9,21 +9,17 @@ before it prints the rest: the reads while it waits are reads of a running job.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from hastegeo.cli.client import ApiClient
 from hastegeo.cli.main import main
-from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
-from hastegeo.compute.catalog import descriptors
-from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec
 from hastegeo.models.job import Job
 from hastegeo.runtime import ensure_storage, get_runtime, reset_runtime
@@ -35,6 +31,7 @@ from hastegeo_dev.devhost.host import DevHost
 from hastegeo_dev.devhost.queue_driver import DriverOptions
 from hastegeo_dev.testing.aml_standin import StandInMLClient
 from hastegeo_dev.testing.batch_service import BatchTestService
+from tests.support.aml import AML_SETTINGS, route_to_standin
 from tests.support.processors import SUCCEED, ScriptProcessor
 
 pytestmark = [pytest.mark.azurite]
@@ -96,24 +93,14 @@ def stack(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path
         "HASTE_POLL_INITIAL_S": "1",
         "HASTE_POLL_MAX_S": "1",
         **batch.settings(("artifacts",)),
-        "AML_MODE": "Existing",
-        "AML_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
-        "AML_RESOURCE_GROUP": "rg-haste",
-        "AML_WORKSPACE": "ws-haste",
-        "AML_IMAGE": "hasteacr.azurecr.io/haste/runtime:1.0",
-        "AML_COMPUTE": "artifacts=haste-cpu",
+        **AML_SETTINGS,
         "AML_RETRY_DELAY_S": "0.1",
         "HASTE_DEV_PRINCIPAL": "name=logs-e2e@example.com;roles=Haste.Submitter;projects=p1",
     }
     for key, value in settings.items():
         clean_env.setenv(key, value)
     standin = StandInMLClient()
-
-    def factory(context: BackendContext) -> AzureMLBackend:  # the production factory, on the stand-in
-        return create(context, client_factory=lambda _settings: standin)
-
-    known = cast(dict[str, Any], descriptors())
-    clean_env.setitem(known, "azure_ml", dataclasses.replace(known["azure_ml"], factory=factory))
+    route_to_standin(clean_env, standin)
     get_settings.cache_clear()
     reset_runtime()
     ensure_storage(get_settings())

@@ -36,10 +36,14 @@ def read_stream(details: Any, offset: int, limit: int, job: str) -> bytes | None
     url = stream_log_url(details) if details is not None else None
     if url is None:
         return None
-    from azure.storage.blob import BlobClient
+    from azure.storage.blob import BlobClient, LinearRetry
 
+    # An HTTP request waits on this: one retry, short timeouts; the follower asks again anyway.
+    client = BlobClient.from_blob_url(
+        url, retry_policy=LinearRetry(backoff=1, retry_total=1), connection_timeout=2, read_timeout=5
+    )
     try:
-        return read_range(BlobClient.from_blob_url(url), offset, limit)
+        return read_range(client, offset, limit)
     except Exception as exc:  # best-effort: the reader asks again, or the blob copy answers
         log.info("Azure ML job %s: its log was not read (%s)", job, type(exc).__name__)
         return None
