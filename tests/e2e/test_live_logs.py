@@ -39,14 +39,17 @@ REPO = Path(__file__).resolve().parents[2]
 KEY = "c2VjcmV0LWtleS10aGF0LW11c3Qtbm90LWxlYWs="
 FIRST = f"line 1\nline 2\nconnecting with DefaultEndpointsProtocol=https;AccountName=a;AccountKey={KEY}\nline 3\n"
 REST = "line 4\nline 5\ndone\n"
+SIGNATURE = "c2lnbmF0dXJlLXRoYXQtbXVzdC1ub3QtbGVhaw%3D"
+ERR = f"fetching https://acct.blob.core.windows.net/in/a.tif?sv=2024-05-04&sr=b&sig={SIGNATURE}\n"
 
 
 def workload(release: Path) -> str:
-    """Prints FIRST, waits until ``release`` exists, prints REST (its last line unterminated until the end)."""
+    """Prints FIRST (and ERR on stderr), waits until ``release`` exists, prints REST, and succeeds."""
     return (
         f"""
 import os, pathlib, sys, time
 sys.stdout.write({FIRST!r}); sys.stdout.flush()
+sys.stderr.write({ERR!r}); sys.stderr.flush()
 release = pathlib.Path({str(release)!r})
 deadline = time.monotonic() + 60
 while not release.exists() and time.monotonic() < deadline:
@@ -148,8 +151,12 @@ def submit(stack: Stack, backend: str) -> str:
 
 
 def follow_with_the_cli(stack: Stack, job_id: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    return with_the_cli(stack, job_id, capsys, "--stdout", "--follow")
+
+
+def with_the_cli(stack: Stack, job_id: str, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str]:
     capsys.readouterr()
-    code = main(["logs", job_id, "--stdout", "--follow", "--url", stack.base_url, "--output", "table"])
+    code = main(["logs", job_id, *options, "--url", stack.base_url, "--output", "table"])
     return code, capsys.readouterr().out
 
 
@@ -180,6 +187,11 @@ def test_a_running_jobs_stdout_by_offset_through_the_api_and_the_cli(
     job_id = submit(stack, backend)
     part = read_while_running(stack, job_id)
     assert part["source"] == "backend"  # the local file, or the Batch node by byte range
+    # The CLI reads the running job too: what there is now, then it stops (no --follow).
+    assert with_the_cli(stack, job_id, capsys, "--stdout") == (0, FIRST.replace(KEY, "[REDACTED]"))
+    code, err = with_the_cli(stack, job_id, capsys, "--stderr")
+    assert (code, err) == (0, ERR.replace(SIGNATURE, "[REDACTED]"))
+    assert stack.client.logs(job_id, "stderr", 0)["text"] == err
     stack.release.touch()
     code, printed = follow_with_the_cli(stack, job_id, capsys)
     assert code == 0
@@ -229,6 +241,7 @@ def test_an_azure_ml_jobs_log_by_offset_through_the_api_and_the_cli(
     stack.standin.write_log(name, tail, stack.logs)
     part = read_while_running(stack, job_id)
     assert part["source"] == "backend"
+    assert with_the_cli(stack, job_id, capsys, "--stdout") == (0, FIRST.replace(KEY, "[REDACTED]"))
     assert stack.client.logs(job_id, "stderr", 0)["text"] == part["text"]  # one log holds both streams
     stack.standin.write_log(name, REST.encode() + b"exit 0", stack.logs)
     stack.standin.set_status(name, "Failed", error=("UserError", "no outputs were written"))
