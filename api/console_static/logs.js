@@ -16,7 +16,8 @@ export function logViewer(id) {
   let stream = "stdout";
   let offset = 0;
   let run = 0; // bumps when the stream changes: an older loop stops by itself
-  const text = h("pre", { class: "log", id: "job-log", tabindex: "0", "aria-label": "Job output" });
+  // A log region (named, so it can be found), not a live one: the status line says what changed.
+  const text = h("pre", { class: "log", id: "job-log", role: "log", "aria-live": "off", tabindex: "0", "aria-label": "Job output" });
   const status = h("p", { class: "muted", id: "job-log-status", role: "status", text: "Waiting for output…" });
   const choices = ["stdout", "stderr"].map((name) => {
     const input = h("input", { type: "radio", name: "log-stream", id: `log-${name}`, value: name, checked: name === stream });
