@@ -15,7 +15,7 @@ import logging
 
 import azure.functions as func
 
-from api import costs
+from api import costs, logs
 from api.access import Denied, caller, job_not_found, require, submitter_of
 from api.group_routes import list_group_jobs
 from api.openapi import openapi_document
@@ -196,6 +196,13 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
             output["url"] = read_url(runtime.api.blobs, container, blob, now)
         view["readUrlsExpireAt"] = (now + READ_URL_TTL).isoformat()
     return json_response(view)
+
+
+@bp.route(route="jobs/{id}/logs", methods=["GET"])
+@storage_guarded
+def job_logs(req: func.HttpRequest) -> func.HttpResponse:
+    """The next part of a job's stdout or stderr from a byte offset (``api.logs``)."""
+    return logs.job_logs(req)
 
 
 @bp.route(route="jobs/{id}/cancel", methods=["POST"])

@@ -14,6 +14,7 @@ from typing import Any
 from api.console_policy import openapi_paths as console_paths
 from api.costs import cost_paths, cost_schemas
 from api.openapi_groups import group_paths, group_schemas
+from api.openapi_logs import log_paths, log_schemas
 from api.openapi_names import name_every_object
 from api.profiles import profiles_schema
 from hastegeo import __version__
@@ -220,6 +221,7 @@ def openapi_document() -> dict[str, Any]:
         },
     }
     schemas.update(cost_schemas())
+    schemas.update(log_schemas())
     schemas["JobPage"] = {
         "type": "object",
         "required": ["items", "continuationToken"],
@@ -530,6 +532,7 @@ def openapi_document() -> dict[str, Any]:
             **group_paths(_PRINCIPAL, _AUTH_RESPONSES),
             **console_paths(),
             **cost_paths(_PRINCIPAL, _AUTH_RESPONSES, _UNAVAILABLE, _problem, _json),
+            **log_paths(_JOB_ID, _PRINCIPAL, _AUTH_RESPONSES, _UNAVAILABLE),
         },
     }
     _json_only(document["paths"])

@@ -4,6 +4,7 @@ import { api, ApiError } from "./api.js";
 import { timeline } from "./charts.js";
 import { costText } from "./costs.js";
 import { announce, confirmAction, formatBytes, formatTime, h, safeUrl, TERMINAL } from "./dom.js";
+import { logViewer } from "./logs.js";
 import { pictures } from "./pictures.js";
 
 const PAGE_SIZE = 50;
@@ -170,6 +171,7 @@ export async function jobPage(main, id, ctx) {
   const retryKey = `console-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   const children = h("ul", { class: "follow-ons" });
   const pictureBox = h("section", { class: "pictures", "aria-labelledby": "pictures-title" });
+  const output = logViewer(id); // follows the job's stdout or stderr by itself (logs.js)
   async function load() {
     let job;
     try {
@@ -210,10 +212,12 @@ export async function jobPage(main, id, ctx) {
         facts, parent, retryOf, retries, reason, progress, actions,
         h("h2", { text: "Timeline" }), timeline(job.history || []),
         h("details", {}, h("summary", { text: `Status history (${(job.history || []).length} events${job.historyFolded ? `, ${job.historyFolded} folded` : ""})` }), historyTable(job.history || [])),
+        output.element,
         h("h2", { text: "Outputs" }), outputsTable(job),
         h("h2", { id: "pictures-title", text: "Pictures" }), pictureBox,
         h("h2", { text: "Follow-on jobs" }), children].filter(Boolean));
       if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
+      output.start(); // once it is on the page (later calls do nothing)
     }
     if (done && !drawnPictures) {
       drawnPictures = true;

@@ -30,7 +30,7 @@ ROOT = repo_root()
 NODE_BIN = ROOT / "node_modules" / ".bin"
 PYTHON_PACKAGE = "haste_client"
 # Operations of the document every client drives; the rest are named with the reason they are not.
-DRIVEN = ("submitJob", "getJob", "listJobs", "cancelJob", "retryJob", "listBackends", "health")
+DRIVEN = ("submitJob", "getJob", "listJobs", "cancelJob", "retryJob", "getJobLogs", "listBackends", "health")
 NOT_DRIVEN = {
     "openapi": "the document itself: the clients are generated from it",
     "consoleIndex": "a file for a browser (tests/browser)",

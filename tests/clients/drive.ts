@@ -101,6 +101,16 @@ seen.retried = {
   notEnded: [notEnded.response.status, notEnded.error?.status],
 };
 
+// Logs: the cancelled job never ran, so its stdout has ended empty; the queued one has nothing yet.
+const ended = await client.GET("/jobs/{id}/logs", {
+  params: { path: { id: ids[1] ?? "" }, query: { stream: "stdout", offset: "0" } },
+});
+const waiting = await client.GET("/jobs/{id}/logs", { params: { path: { id: ids[0] ?? "" }, query: { stream: "stderr" } } });
+seen.logs = {
+  ended: [ended.response.status, ended.data?.text, ended.data?.nextOffset, ended.data?.ended],
+  waiting: [waiting.data?.ended, waiting.data?.state],
+};
+
 // The rest of the surface.
 const backends = await client.GET("/backends");
 seen.backends = backends.data?.backends?.map((backend) => backend.name);

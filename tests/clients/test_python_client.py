@@ -115,6 +115,15 @@ def test_the_generated_python_client_submits_reads_pages_and_cancels(
     assert not_ended.status_code == 409
     assert isinstance(not_ended.parsed, models.Problem)
 
+    # Logs: a stream read from an offset into its model; the cancelled job never ran, so its log has ended
+    # empty, and the queued one has nothing yet; a bad stream is a Problem.
+    job_logs = module(f"{default}.get_job_logs")
+    ended = job_logs.sync(client=client, id=ids[1], stream=models.GetJobLogsStream.STDOUT, offset="0")
+    assert isinstance(ended, models.JobLogPart)
+    assert (ended.text, ended.next_offset, ended.ended) == ("", 0, True)
+    waiting = job_logs.sync(client=client, id=ids[0], stream=models.GetJobLogsStream.STDERR)
+    assert (waiting.ended, waiting.state) == (False, models.JobState.QUEUED)
+
     # The rest of the API surface reads into its models too.
     assert isinstance(backends.sync(client=client), models.Backends)
     assert health.sync_detailed(client=client).status_code == 200

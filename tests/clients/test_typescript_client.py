@@ -42,5 +42,6 @@ def test_the_generated_typescript_client_submits_reads_pages_and_cancels(
         "notEnded": [409, 409],
     }
     assert seen["onlyCancelled"] == [ids[1]]
+    assert seen["logs"] == {"ended": [200, "", 0, True], "waiting": [False, "queued"]}
     assert "local" in seen["backends"]
     assert seen["health"] == 200

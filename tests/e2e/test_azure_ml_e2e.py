@@ -8,20 +8,16 @@ job's output folders, as Azure ML's ``rw_mount`` outputs would.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import TERMINAL, ApiClient
-from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
-from hastegeo.compute.catalog import descriptors
-from hastegeo.compute.context import BackendContext
 from hastegeo.runtime import ensure_storage, reset_runtime
 from hastegeo.settings.load import get_settings
 from hastegeo.workloads._run.harness import WORKDIR_VARIABLE, iter_files, run_main
@@ -31,6 +27,7 @@ from hastegeo_dev.devhost.functions import load_app
 from hastegeo_dev.devhost.host import DevHost
 from hastegeo_dev.devhost.queue_driver import DriverOptions
 from hastegeo_dev.testing.aml_standin import StandInMLClient
+from tests.support.aml import AML_SETTINGS, route_to_standin
 
 pytestmark = [pytest.mark.azurite]
 REPO = Path(__file__).resolve().parents[2]
@@ -64,12 +61,7 @@ def start(
             "HASTE_BACKENDS_ENABLED": "local,azure_ml",
             "HASTE_POLL_INITIAL_S": "1",
             "HASTE_POLL_MAX_S": "1",
-            "AML_MODE": "Existing",
-            "AML_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
-            "AML_RESOURCE_GROUP": "rg-haste",
-            "AML_WORKSPACE": "ws-haste",
-            "AML_IMAGE": IMAGE,
-            "AML_COMPUTE": "artifacts=haste-cpu",
+            **AML_SETTINGS,
             "AML_RETRY_DELAY_S": "0.1",
             # The host injects this caller, as App Service authentication would (docs/adr/0007).
             "HASTE_DEV_PRINCIPAL": "name=aml-e2e@example.com;roles=Haste.Submitter;projects=p1",
@@ -78,12 +70,7 @@ def start(
         for key, value in settings.items():
             clean_env.setenv(key, value)
         standin = StandInMLClient()
-
-        def factory(context: BackendContext) -> AzureMLBackend:  # the production factory, on the stand-in
-            return create(context, client_factory=lambda _settings: standin)
-
-        known = cast(dict[str, Any], descriptors())
-        clean_env.setitem(known, "azure_ml", dataclasses.replace(known["azure_ml"], factory=factory))
+        route_to_standin(clean_env, standin)
         get_settings.cache_clear()
         reset_runtime()
         ensure_storage(get_settings())

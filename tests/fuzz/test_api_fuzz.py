@@ -56,6 +56,7 @@ OPERATIONS = (
     "getJob",
     "cancelJob",
     "retryJob",
+    "getJobLogs",
     "listBackends",
     "getProjectCosts",
     "setProjectBudget",

@@ -27,21 +27,14 @@ from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.aml_standin import StandInMLClient
 from tests.integration.conftest import put_input, request
+from tests.support.aml import AML_SETTINGS
 from tests.support.runtime import development_runtime
 
 pytestmark = [
     pytest.mark.azurite,
     pytest.mark.filterwarnings("ignore::marshmallow.warnings.RemovedInMarshmallow4Warning"),
 ]
-AML = {
-    "HASTE_BACKENDS_ENABLED": "azure_ml",
-    "AML_MODE": "Existing",
-    "AML_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
-    "AML_RESOURCE_GROUP": "rg-haste",
-    "AML_WORKSPACE": "ws-haste",
-    "AML_IMAGE": "hasteacr.azurecr.io/haste/runtime:1.0",
-    "AML_COMPUTE": "artifacts=haste-cpu",
-}
+AML = {"HASTE_BACKENDS_ENABLED": "azure_ml", **AML_SETTINGS}
 
 
 @dataclass

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from hastegeo.cli.main import main
+from tests.support.stub_api import JsonHandler, serving
 
 PATHS: list[str] = []
 BODY = {
@@ -27,27 +26,16 @@ BODY = {
 }
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     def do_GET(self) -> None:
         PATHS.append(self.path)
-        body = json.dumps(BODY).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        self.answer(BODY)
 
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serving(Handler) as url:
+        yield url
 
 
 def test_costs_prints_the_days_and_totals_to_the_cent(server: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -277,6 +277,11 @@ class ApiClient:
             if not token:
                 return
 
+    def logs(self, job_id: str, stream: str = "stdout", offset: int = 0) -> dict[str, Any]:
+        """The next part of the job's ``stream`` (stdout, stderr) from byte ``offset`` (see hastegeo.cli.logs)."""
+        query = urllib.parse.urlencode({"stream": stream, "offset": str(offset)})
+        return self.request("GET", f"/api/jobs/{urllib.parse.quote(job_id, safe='')}/logs?{query}")[1]
+
     def cancel(self, job_id: str) -> dict[str, Any]:
         return self.request("POST", f"/api/jobs/{urllib.parse.quote(job_id, safe='')}/cancel")[1]
 

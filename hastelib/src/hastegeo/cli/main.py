@@ -170,8 +170,20 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    """The status history; with ``--follow``, new events as they come until the job ends (exit as ``watch``)."""
+    """The status history; with ``--follow``, new events as they come until the job ends (exit as ``watch``).
+
+    With ``--stdout`` or ``--stderr``, that stream of the workload instead (``hastegeo.cli.logs``)."""
     client = _client(args)
+    if args.stream:
+        from hastegeo.cli.logs import read_logs
+
+        json_lines = args.output == JSON
+
+        def on_part(part: dict[str, Any]) -> None:
+            print_json(part, line=True) if json_lines else print(part["text"], end="", flush=True)
+
+        last = read_logs(client, args.job_id, args.stream, on_part, follow=args.follow, interval=args.interval)
+        return JOB_EXITS.get(last["state"], ExitCode.JOB_FAILED) if args.follow else 0
     if args.follow:
         return _follow(args, client, args.job_id, events=True, timeout=None)
     job = client.get(args.job_id)
@@ -395,8 +407,13 @@ def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentPa
     watch.add_argument("job_id")
     following(watch)
 
-    logs = command("logs", cmd_logs, "print a job's status history; --follow prints new events until it ends")
+    logs = command(
+        "logs", cmd_logs, "print a job's status history, or its --stdout or --stderr; --follow until it ends"
+    )
     logs.add_argument("job_id")
+    stream = logs.add_mutually_exclusive_group()
+    stream.add_argument("--stdout", action="store_const", const="stdout", dest="stream", help="the workload's stdout")
+    stream.add_argument("--stderr", action="store_const", const="stderr", dest="stream", help="the workload's stderr")
     logs.add_argument("-f", "--follow", action="store_true", help="follow until the job ends (exit as watch)")
     following(logs, timeout=False)
 

@@ -144,8 +144,11 @@ class ComputeBackend(abc.ABC):
     # Copy an ended job's outputs/** and logs/** to its blob prefix, where the provider does not.
     def collect_outputs(self, handle: ComputeJobHandle) -> None: ...
 
-    # A growing file's bytes from ``offset`` on, when cheap to serve; None: follow it by blob instead.
-    def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None: ...
+    # A growing file's bytes from ``offset`` on (at most ``limit``), when cheap to serve; None: follow it by blob
+    # instead. ``logs/stdout.txt`` and ``logs/stderr.txt`` are the workload's streams wherever the backend keeps them.
+    def read_output_tail(
+        self, handle: ComputeJobHandle, path: str, offset: int, limit: int = 64 * 1024
+    ) -> bytes | None: ...
 
     # Release clients and threads (the registry's owner calls this at shutdown).
     def close(self) -> None: ...

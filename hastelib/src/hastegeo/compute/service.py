@@ -148,10 +148,12 @@ class ExecutionService:
     def _output_blob(self, handle: ComputeJobHandle, path: str) -> BlobClient:
         return self._blobs.get_blob_client(handle.output.container, handle.output.child(path))
 
-    def read_output_tail(self, handle: ComputeJobHandle, path: str, offset: int) -> bytes | None:
-        """New bytes of a growing file, if the backend can serve them cheaply; else None."""
+    def read_output_tail(
+        self, handle: ComputeJobHandle, path: str, offset: int, limit: int = 64 * 1024
+    ) -> bytes | None:
+        """New bytes of a growing file (at most ``limit``), if the backend can serve them cheaply; else None."""
         try:
-            return self._adapter(handle.backend).read_output_tail(handle, path, offset)
+            return self._adapter(handle.backend).read_output_tail(handle, path, offset, limit)
         except HasteError:
             return None
 

@@ -40,3 +40,21 @@ def upload(container: ContainerClient, files: Iterable[tuple[Path, str]]) -> Non
     for path, name in files:
         with path.open("rb") as data:
             container.upload_blob(name, data, overwrite=True)
+
+
+def read_range(blob: BlobClient, offset: int, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of ``blob`` from ``offset`` in one call: b"" from its end on; None when it is missing.
+
+    A follower asks from the end most of the time, which storage answers 416 (range not satisfiable):
+    that is the empty answer, not an error. Other storage errors propagate.
+    """
+    from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+
+    try:
+        return bytes(blob.download_blob(offset=offset, length=limit).readall())
+    except ResourceNotFoundError:
+        return None
+    except HttpResponseError as exc:
+        if exc.status_code == 416:
+            return b""
+        raise

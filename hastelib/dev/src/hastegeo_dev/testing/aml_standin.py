@@ -23,7 +23,7 @@ import json
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from azure.ai.ml.entities import AzureBlobDatastore, Compute, Datastore, Environment, Job, Workspace  # noqa: TID251
@@ -42,6 +42,8 @@ from azure.core.exceptions import (
 from azure.core.polling import LROPoller, NoPolling
 
 from hastegeo.compute.azure_ml.events import run_status_event
+
+STREAM_LOG = "user_logs/std_log.txt"  # the command's output, as a job on Azure ML's common runtime lists it
 
 
 class _Response:
@@ -103,6 +105,7 @@ class _RunDetails:
     warnings: list[_Warning] = field(default_factory=list)
     start_time_utc: datetime | None = None  # when the run started and ended, as run history reports them
     end_time_utc: datetime | None = None
+    log_files: dict[str, str] = field(default_factory=dict)  # name → read URL, as run history lists them
 
 
 @dataclass
@@ -121,6 +124,7 @@ class StandInState:
     times: dict[str, list[datetime | None]] = field(default_factory=dict)  # name → [started, ended]
     shapes: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)  # compute → size, tier, region
     publish: Callable[[str], None] | None = None  # where run events go (an Event Grid subscription's queue)
+    log_urls: dict[str, dict[str, str]] = field(default_factory=dict)  # name → its log files' read URLs
 
     def enter(self, operation: str, name: str) -> None:
         self.calls.append((operation, name))
@@ -146,6 +150,7 @@ class _Runs:
             warnings=[_Warning("Scheduler", warning)] if warning else [],
             start_time_utc=started,
             end_time_utc=ended,
+            log_files=dict(self._state.log_urls.get(run_id, {})),
         )
 
 
@@ -337,6 +342,27 @@ class StandInMLClient:
         """Publish each status change of a submitted job as Azure ML's ``RunStatusChanged`` event, by ``send``
         (the text Event Grid writes to a storage queue; None: publish none, the default)."""
         self.state.publish = send
+
+    def write_log(self, name: str, data: bytes, container: Any, log: str = STREAM_LOG) -> None:
+        """Append ``data`` to job ``name``'s log ``log``, kept as an append blob in ``container`` (a
+        ``ContainerClient`` with an account key) and listed in its run details with a read-only SAS URL,
+        as run history lists a running job's logs."""
+        from azure.storage.blob import BlobSasPermissions, generate_blob_sas
+
+        blob = container.get_blob_client(f"ExperimentRun/dcid.{name}/{log}")
+        if name not in self.state.log_urls or log not in self.state.log_urls[name]:
+            blob.create_append_blob()
+            sas = generate_blob_sas(
+                blob.account_name,
+                blob.container_name,
+                blob.blob_name,
+                account_key=container.credential.account_key,
+                permission=BlobSasPermissions(read=True),
+                expiry=datetime.now(UTC) + timedelta(hours=1),
+            )
+            self.state.log_urls.setdefault(name, {})[log] = f"{blob.url}?{sas}"
+        if data:
+            blob.append_block(data)
 
     def shape_compute(self, name: str, *, size: str, tier: str = "dedicated", region: str | None = None) -> None:
         """What cluster ``name`` reports it is: its VM size, tier (dedicated, low_priority) and region."""

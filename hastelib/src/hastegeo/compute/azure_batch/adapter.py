@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from azure.batch import BatchClient
 from azure.batch.models._models import BatchJobTerminateOptions
 
-from hastegeo.compute.azure_batch import taskspec
+from hastegeo.compute.azure_batch import logcopy, taskspec
 from hastegeo.compute.azure_batch.capacity import pool_missing, pool_view, pool_wait
 from hastegeo.compute.azure_batch.errors import BATCH_ERRORS
 from hastegeo.compute.azure_batch.naming import provider_id
@@ -171,6 +171,32 @@ class BatchBackend(ComputeBackend):
         reason = "; then ".join(dict.fromkeys(cause.rstrip(".") for cause in (*read.retried[:1], read.reason)))
         log.warning("Batch job %s: %s not readable from the node (%s)", job_id, path, reason)
         return OutputRead(data=None, unavailable_reason=None if read.kind is ErrorKind.NOT_FOUND else reason)
+
+    def read_output_tail(
+        self, handle: ComputeJobHandle, path: str, offset: int, limit: int = 64 * 1024
+    ) -> bytes | None:
+        """stdout or stderr from the node by byte range, once, without waiting on it; None for any other file
+        and whenever the node does not answer (the blob copy serves then). What it served is kept in the blob
+        copy too (:mod:`.logcopy`), so a node that is gone later still leaves what anyone read of it."""
+        if path not in taskspec.STD_LOG_PATHS:
+            return None
+        job_id, task_id = self._ids(handle)
+        # A range that starts inside the file (one byte early): where it would start at its end is not documented.
+        start = max(0, offset - 1)
+
+        def download() -> bytes:
+            ranged = f"bytes={start}-{offset + limit - 1}"
+            return b"".join(
+                self._client.download_task_file(job_id, task_id, taskspec.node_file_path(path), ocp_range=ranged)
+            )
+
+        read = self._calls.attempt(download, what=f"reading {path} of Batch task {task_id}", retry_on=())
+        if isinstance(read, Failed):
+            log.info("Batch job %s: %s not read from the node (%s)", job_id, path, read.reason)
+            return None
+        data = read[offset - start :]
+        logcopy.keep(self._blobs, handle.output.container, handle.output.child(path), offset, data)
+        return data
 
     def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
         """(our job id, handle) of every active Batch job this pipeline created, for the reconciler."""

@@ -30,6 +30,7 @@ FINGERPRINT_METADATA = "haste-fingerprint"
 JOB_ID_METADATA = "haste-job-id"
 WORKDIR_ON_NODE = "wd"  # Batch's name for the task working directory inside the task directory
 STD_STREAMS = ("stdout.txt", "stderr.txt")
+STD_LOG_PATHS = tuple(f"logs/{name}" for name in STD_STREAMS)  # where the streams are in blob
 _STAGING = "inputs/.staging"
 _WILDCARDS = frozenset("*?[")
 # Who a task runs as. On Linux, Batch runs a container task with the task user's uid and gid
@@ -179,7 +180,7 @@ def batch_pattern_for(pattern: str) -> tuple[str, str]:
 def node_file_path(path: str) -> str:
     """Where a workdir-relative path lives in the task directory (stdout/stderr sit outside ``wd``)."""
     relative = path.lstrip("/")
-    if relative in tuple(f"logs/{name}" for name in STD_STREAMS):
+    if relative in STD_LOG_PATHS:
         return relative.removeprefix("logs/")
     return f"{WORKDIR_ON_NODE}/{relative}"
 

@@ -38,6 +38,7 @@ from hastegeo.compute.azure_ml.entities import (
 from hastegeo.compute.azure_ml.environments import ensure_registered
 from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, aml_calls
 from hastegeo.compute.azure_ml.events import TAG_JOB_ID
+from hastegeo.compute.azure_ml.joblog import STD_LOG_PATHS, read_stream
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
 from hastegeo.compute.azure_ml.status import QUEUED_STATUSES, TERMINAL_STATUSES, map_status, status_text
 from hastegeo.compute.azure_ml.usage import job_usage
@@ -188,6 +189,16 @@ class AzureMLBackend(ComputeBackend):
             hint="the storage settings (AzureWebJobsStorage)",
         )
         return OutputRead(data=data)
+
+    def read_output_tail(
+        self, handle: ComputeJobHandle, path: str, offset: int, limit: int = 64 * 1024
+    ) -> bytes | None:
+        """stdout or stderr from the job's log in run history (:mod:`.joblog`), by byte range; None for any
+        other file, or when the log cannot be read (the blob copy is asked then)."""
+        if path not in STD_LOG_PATHS:
+            return None
+        name = handle.provider_ids["job_name"]
+        return read_stream(self._run_details(name, "is read"), offset, limit, name)
 
     def cancel(self, handle: ComputeJobHandle) -> None:
         name = handle.provider_ids["job_name"]

@@ -163,6 +163,17 @@ class BatchTestService:
         with self.engine.lock:
             self._calls.setdefault(job_id or "", Counter())[op] += 1
 
+    def lose_node(self, job_id: str) -> BatchTestService:
+        """The node running ``job_id``'s task is lost now: its file APIs answer 404 NodeNotFound from here on.
+
+        The task's state comes from the service and stays true; its run carries on to its end (as the run
+        Batch requeues elsewhere would) and its output files are uploaded then.
+        """
+        with self.engine.lock:
+            for task in self.engine.jobs[job_id].tasks.values():
+                task.node_not_ready_left = 0
+        return self
+
     def task(self, job_id: str, task_id: str) -> Task:
         with self.engine.lock:
             return self.engine.jobs[job_id].tasks[task_id]
@@ -236,7 +247,7 @@ class BatchTestService:
                 engine.kill(task, "user request")
                 task.done.wait(10)
             return Answer(204)
-        return self._file_operation(op, job, task, params, query)
+        return self._file_operation(op, job, task, params, query, headers.get("ocp-range"))
 
     def _terminate_job(self, job: Job, reason: str) -> Answer:
         with self.engine.lock:
@@ -254,7 +265,9 @@ class BatchTestService:
             job.state = "completed"
         return Answer(202)
 
-    def _file_operation(self, op: str, job: Job, task: Task, params: dict[str, str], query: dict[str, str]) -> Answer:
+    def _file_operation(
+        self, op: str, job: Job, task: Task, params: dict[str, str], query: dict[str, str], ranged: str | None = None
+    ) -> Answer:
         with self.engine.lock:
             if task.node_not_ready_left is not None:
                 if task.node_not_ready_left > 0:
@@ -291,6 +304,8 @@ class BatchTestService:
         headers["Content-Length-Override"] = str(len(data))
         if op == "get_task_file_properties":
             return Answer(200, headers=headers)
+        if ranged is not None:  # ocp-range: bytes=start-end (end inclusive, may be past the end), answered 200
+            data = byte_range(data, ranged)
         return Answer(200, headers={**headers, "Content-Type": "application/octet-stream"}, raw=data)
 
     def _list_files(self, job: Job, task: Task, task_dir: Path, query: dict[str, str]) -> Answer:
@@ -437,3 +452,18 @@ class PoolShape:
 
 def _http_date(timestamp: float) -> str:
     return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(timestamp))
+
+
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
+
+
+def byte_range(data: bytes, header: str) -> bytes:
+    """The bytes ``ocp-range`` asks for; 400 when malformed, 416 when it starts at or past the end."""
+    match = _RANGE.fullmatch(header.strip())
+    if match is None:
+        raise BatchError(400, "InvalidHeaderValue", f"The value for ocp-range is not valid: {header!r}")
+    start = int(match.group(1))
+    end = int(match.group(2)) if match.group(2) else len(data) - 1
+    if start >= len(data) or end < start:
+        raise BatchError(416, "InvalidRange", "The range specified is invalid for the current size of the resource.")
+    return data[start : end + 1]

@@ -1,0 +1,46 @@
+"""A running Azure ML job's output by byte range from the log its run details list (docs/adr/0045).
+
+The stand-in lists the job's log as run history does (a read URL with a SAS), kept in a real Azurite;
+the adapter reads it by range with the blob SDK, and never puts the URL in a log record.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+
+from hastegeo.compute.azure_ml.entities import job_name
+from hastegeo_dev.devhost.azurite import Azurite
+from tests.unit.azure_ml.test_aml_adapter import Harness
+
+pytestmark = pytest.mark.azurite
+
+
+def test_the_jobs_log_by_range_while_it_runs(azurite: Azurite, unique: str, caplog: pytest.LogCaptureFixture) -> None:
+    harness = Harness(azurite, unique)
+    spec = harness.spec("job-logs-1")
+    handle = harness.backend.submit(spec)
+    name = job_name(spec)
+    harness.client.set_status(name, "Running")
+    assert harness.backend.read_output_tail(handle, "logs/stdout.txt", 0) is None  # no log listed yet
+    logs = harness.blobs.get_container_client(harness.container)
+    harness.client.write_log(name, b"epoch 1\nepoch 2\n", logs)
+    assert harness.backend.read_output_tail(handle, "logs/stdout.txt", 0) == b"epoch 1\nepoch 2\n"
+    assert harness.backend.read_output_tail(handle, "logs/stdout.txt", 8, limit=5) == b"epoch"
+    assert harness.backend.read_output_tail(handle, "logs/stdout.txt", 16) == b""  # at its end: nothing new
+    assert harness.backend.read_output_tail(handle, "logs/stderr.txt", 8) == b"epoch 2\n"  # one log, both streams
+    assert harness.backend.read_output_tail(handle, "logs/progress.log", 0) is None  # not a stream: blob only
+    harness.client.write_log(name, b"epoch 3\n", logs)
+    assert harness.backend.read_output_tail(handle, "logs/stdout.txt", 16) == b"epoch 3\n"
+    # A log whose URL no longer answers (its SAS expired, say) is None, and the URL is in no record.
+    url = harness.client.state.log_urls[name]["user_logs/std_log.txt"]
+    signature = parse_qs(urlsplit(url).query)["sig"][0]
+    harness.client.state.log_urls[name]["user_logs/std_log.txt"] = url.replace("sig=", "sig=x")
+    with caplog.at_level(logging.DEBUG):
+        assert harness.backend.read_output_tail(handle, "logs/stdout.txt", 0) is None
+    assert "its log was not read (HttpResponseError)" in caplog.text
+    assert signature not in caplog.text
+    assert quote(signature) not in caplog.text
+    assert ("runs.get_run_details", name) in harness.client.calls
