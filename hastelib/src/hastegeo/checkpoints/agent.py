@@ -4,7 +4,7 @@ The workload harness starts it (``run_main(..., checkpoints=True)``) in the work
 process, so it costs no process of its own and is the same on every backend:
 
 1. ``restore()`` before the workload starts: this job's latest committed set, else (a rerun that asked
-   for it) the set of the job it resumes. It says what it put back in ``HASTE_CHECKPOINT_RESTORED``.
+   for it) the set of the job it resumes; what it put back, in words, for the workload's history.
 2. a thread copies the folder every ``HASTE_CHECKPOINT_INTERVAL_S`` seconds when it changed;
 3. ``sync()`` at once when the process is told to stop (SIGTERM: a preemption notice, a cancellation),
    and once more when the workload ends.
@@ -89,7 +89,6 @@ class CheckpointAgent:
             return None
         self._copied = layout.signature(self.folder)  # what is in the blob copy already
         self.restored = layout.describe(source.pointer, self.job_id)
-        os.environ[layout.RESTORED_VARIABLE] = self.restored
         return self.restored
 
     def sync(self) -> bool:

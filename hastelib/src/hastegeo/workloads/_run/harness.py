@@ -192,7 +192,9 @@ def start_checkpoints(workdir: Workdir) -> CheckpointAgent | None:
         agent = CheckpointAgent.from_environ(folder)
         if agent is None:
             return None
-        agent.restore()
+        restored = agent.restore()
+        if restored:
+            os.environ[RESTORED_VARIABLE] = restored  # for restored_from(), and for commands the workload runs
     except Exception as exc:
         print(f"checkpoints: not restored or copied: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return None
