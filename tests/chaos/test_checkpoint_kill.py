@@ -48,7 +48,8 @@ COPIER = textwrap.dedent(
         return result
     module._upload = told
     connection, container, prefix, folder = sys.argv[1:5]
-    store = CheckpointStore(BlobServiceClient.from_connection_string(connection).get_container_client(container), prefix)
+    blobs = BlobServiceClient.from_connection_string(connection)
+    store = CheckpointStore(blobs.get_container_client(container), prefix)
     seen = store.latest()
     print("copying", flush=True)
     store.publish(Path(folder), attempt=2, job_id="chaos", seen=seen)
@@ -114,10 +115,12 @@ def test_killed_mid_copy_leaves_the_previous_checkpoint_whole(
     finally:
         copier.wait(timeout=30)
     outcome.jobs += 1
-    assert seen[-1] == kill_at and copier.returncode == -signal.SIGKILL, (seen, copier.stderr and copier.stderr.read())
+    assert seen[-1] == kill_at, seen
+    assert copier.returncode == -signal.SIGKILL, copier.stderr and copier.stderr.read()
 
     latest = store.latest()
-    assert latest is not None and latest.pointer.sequence == 1, "the pointer moved to a set that is not whole"
+    assert latest is not None
+    assert latest.pointer.sequence == 1, "the pointer moved to a set that is not whole"
     restored = tmp_path / "restored"
     store.restore(latest.pointer, restored)
     assert contents(restored) == previous  # the previous checkpoint, every byte, and nothing of the dead copy

@@ -75,7 +75,8 @@ def test_a_writer_that_missed_a_commit_is_refused_and_old_sets_are_pruned(
     with pytest.raises(CheckpointConflict):  # an attempt that outlived its node, writing after the new one
         store.publish(folder, attempt=1, job_id="j2", seen=stale)
     latest = store.latest()
-    assert latest is not None and latest.pointer.sequence == 5
+    assert latest is not None
+    assert latest.pointer.sequence == 5
     sets = {name.split("/")[4] for name in names(container) if "/sets/" in name}
     # The committed set and the one before stay; the loser's set is garbage nobody points to.
     assert {"000004-a1", "000005-a2"} <= sets
@@ -114,7 +115,9 @@ def test_the_agent_counts_attempts_and_says_what_it_put_back(
 ) -> None:
     env = agent_env(azurite, container, "j5")
     first = CheckpointAgent.from_environ(tmp_path / "node1", env)
-    assert first is not None and first.restore() is None and first.attempt == 1
+    assert first is not None
+    assert first.restore() is None
+    assert first.attempt == 1
     (tmp_path / "node1" / "state.json").write_text('{"epoch": 2}')
     assert first.sync() is True
     assert first.sync() is False  # unchanged: no second copy
@@ -145,4 +148,5 @@ def test_a_rerun_resumes_another_jobs_checkpoint_only_when_it_has_none_of_its_ow
     # Its copies go under its own prefix; the job it resumed keeps its own checkpoint untouched.
     assert any(name.startswith("jobs/j7/checkpoints/sets/") for name in names(container))
     old_latest = CheckpointStore(container, "jobs/j6/checkpoints").latest()
-    assert old_latest is not None and old_latest.pointer.sequence == 1
+    assert old_latest is not None
+    assert old_latest.pointer.sequence == 1
