@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,3 +151,25 @@ def test_a_rerun_resumes_another_jobs_checkpoint_only_when_it_has_none_of_its_ow
     old_latest = CheckpointStore(container, "jobs/j6/checkpoints").latest()
     assert old_latest is not None
     assert old_latest.pointer.sequence == 1
+
+
+def test_the_folder_is_copied_periodically_while_the_workload_runs(
+    azurite: Azurite, container: ContainerClient, tmp_path: Path
+) -> None:
+    env = agent_env(azurite, container, "j8", **{layout.INTERVAL_VARIABLE: "0.05"})
+    agent = CheckpointAgent.from_environ(tmp_path / "ck", env)
+    assert agent is not None
+    agent.restore()
+    agent.start()
+    try:
+        (tmp_path / "ck" / "state.json").write_text('{"epoch": 1}')
+        store = CheckpointStore(container, "jobs/j8/checkpoints")
+        deadline = time.monotonic() + 20
+        while store.latest() is None:  # no sync() here: the agent's own thread copies it
+            assert time.monotonic() < deadline, "no periodic copy within 20 s"
+            time.sleep(0.05)
+    finally:
+        agent.close()
+    latest = store.latest()
+    assert latest is not None
+    assert [f.name for f in latest.pointer.files] == ["state.json"]
