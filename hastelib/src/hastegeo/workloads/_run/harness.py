@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from hastegeo.checkpoints.layout import DIR_VARIABLE, RESTORED_VARIABLE
 from hastegeo.utils.files import write_text
+from hastegeo.utils.redaction import redact
 from hastegeo.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class Workdir:
         return Path(os.environ.get(DIR_VARIABLE) or self.root / "checkpoints")
 
     def prepare(self) -> Workdir:
-        for folder in (self.inputs, self.outputs, self.logs):
+        for folder in (self.inputs, self.outputs, self.logs, self.checkpoints):
             folder.mkdir(parents=True, exist_ok=True)
         return self
 
@@ -196,7 +197,8 @@ def start_checkpoints(workdir: Workdir) -> CheckpointAgent | None:
         if restored:
             os.environ[RESTORED_VARIABLE] = restored  # for restored_from(), and for commands the workload runs
     except Exception as exc:
-        print(f"checkpoints: not restored or copied: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        reason = redact(f"{type(exc).__name__}: {exc}")  # stderr reaches the history: no key or signature in it
+        print(f"checkpoints: not restored or copied: {reason}", file=sys.stderr, flush=True)
         return None
     agent.start()
     previous = signal.getsignal(signal.SIGTERM)
