@@ -90,15 +90,16 @@ def test_missing_classes_and_labels_fail_readably(mosaic_job: Job, run_workload:
     assert "must be a GeoJSON FeatureCollection" in job.stderr
 
 
+def scene_inputs(scene: SampleScene, mosaic_job: Job) -> dict[str, Path | bytes | str]:
+    return {"imagery.tif": mosaic_job.outputs / "imagery.tif", "labels.geojson": scene.labels}
+
+
 def test_an_interrupted_run_resumes_from_its_last_epoch_and_ends_with_the_same_model(
     scene: SampleScene, mosaic_job: Job, run_workload: RunJob, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from hastegeo.workloads.training import run as training_run
 
-    inputs: dict[str, Path | bytes | str] = {
-        "imagery.tif": mosaic_job.outputs / "imagery.tif",
-        "labels.geojson": scene.labels,
-    }
+    inputs = scene_inputs(scene, mosaic_job)
     params = {"classes": list(scene.classes), "seed": 11, "iterations": 300, "epochs": 4}
     whole = run_workload("training", inputs, params, name="whole")
     assert whole.code == 0
@@ -128,10 +129,7 @@ def test_an_interrupted_run_resumes_from_its_last_epoch_and_ends_with_the_same_m
 def test_a_checkpoint_of_other_parameters_is_ignored(
     scene: SampleScene, mosaic_job: Job, run_workload: RunJob, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    inputs: dict[str, Path | bytes | str] = {
-        "imagery.tif": mosaic_job.outputs / "imagery.tif",
-        "labels.geojson": scene.labels,
-    }
+    inputs = scene_inputs(scene, mosaic_job)
     first = run_workload("training", inputs, {"classes": list(scene.classes), "iterations": 40, "epochs": 4}, "a")
     assert first.code == 0
     state = first.root / "checkpoints" / "training_state.json"
