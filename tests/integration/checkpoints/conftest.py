@@ -14,7 +14,7 @@ import pytest
 
 from hastegeo.models.job import Job
 from hastegeo.runtime import Runtime
-from hastegeo.settings import load_settings
+from hastegeo.settings.load import load_settings
 from hastegeo.workloads._run.sample_data import SampleScene, generate
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
