@@ -7,6 +7,7 @@ stored record whatever wrote the job document, so a checkpoint never crosses pro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hastegeo.checkpoints.layout import BLOB_VARIABLE, RESUME_VARIABLE, location
@@ -16,20 +17,20 @@ from hastegeo.utils.errors import InvalidJobError
 if TYPE_CHECKING:
     from hastegeo.compute.contract import BlobLocation
     from hastegeo.models.job import Job
-    from hastegeo.workloads.processor import SpecInputs
 
 
-def checkpoint_env(job: Job, where: SpecInputs, output: BlobLocation) -> dict[str, str]:
-    """This job's checkpoint location, and the location of the job it resumes from, if any.
+def checkpoint_env(job: Job, output: BlobLocation, project_of: Callable[[str], str | None]) -> dict[str, str]:
+    """This job's checkpoint location (under ``output``, its own), and that of the job it resumes from, if any
+    (in the same container; ``project_of`` reads a job's project from the stored record).
 
     Raises:
         InvalidJobError: ``resume_from`` names a job of another project, or none at all.
     """
     env = {BLOB_VARIABLE: location(output.container, output.path)}
     if job.resume_from:
-        if where.project_of(job.resume_from) != job.project_id:
+        if project_of(job.resume_from) != job.project_id:
             raise InvalidJobError(
                 f"resumeFrom: job {job.resume_from} is not a job of project {job.project_id}", field="resumeFrom"
             )
-        env[RESUME_VARIABLE] = location(where.outputs_container, job_prefix(job.resume_from))
+        env[RESUME_VARIABLE] = location(output.container, job_prefix(job.resume_from))
     return env

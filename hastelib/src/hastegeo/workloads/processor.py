@@ -118,7 +118,7 @@ class Processor:
             env={
                 "HASTE_PARAMS_JSON": json.dumps(params, sort_keys=True),
                 "HASTE_JOB_ID": job.id,
-                **checkpoint_env(job, where, output),
+                **checkpoint_env(job, output, where.project_of),
             },
             inputs=tuple(self.stage_inputs(job, where)),
             output=output,
