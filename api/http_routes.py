@@ -30,6 +30,7 @@ from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import Accepted, RequestRejected, decode_body, parse_request
 from hastegeo.pipeline.admission.board import BackendQueue
+from hastegeo.pipeline.rerun import resume_option
 from hastegeo.runtime import get_runtime
 from hastegeo.store.cursor import InvalidTokenError
 from hastegeo.store.read_urls import READ_URL_TTL, read_url
@@ -237,7 +238,8 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
 @storage_guarded
 def retry_job(req: func.HttpRequest) -> func.HttpResponse:
     """A new job with a failed or cancelled job's request, in its project (the caller must be able to submit
-    there); ``Idempotency-Key`` makes a repeated call return the same retry."""
+    there); ``Idempotency-Key`` makes a repeated call return the same retry; ``{"resumeFrom": "checkpoint"}``
+    starts it from the failed job's latest checkpoint."""
     runtime = get_runtime()
     job_id = req.route_params.get("id", "")
     route = "jobs/{id}/retry"
@@ -248,9 +250,10 @@ def retry_job(req: func.HttpRequest) -> func.HttpResponse:
             return problem(404, "Job not found")
         if _bad_key(key):
             return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+        resume = resume_option(req.get_body())  # checked before anything is read or stored
         job = runtime.api.store.get(job_id)
         require(job_access(principal, job.project_id, "retry"), principal, req, route, job.project_id, job_id=job_id)
-        accepted = runtime.api.retry.retry(job, submitter=submitter_of(principal), idempotency_key=key)
+        accepted = runtime.api.retry.retry(job, submitter=submitter_of(principal), idempotency_key=key, resume=resume)
     except Denied as denied:
         return denied.response
     except JobNotFoundError:

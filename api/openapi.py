@@ -498,13 +498,34 @@ def openapi_document() -> dict[str, Any]:
                             "schema": {"type": "string", "minLength": 1, "maxLength": 200},
                         },
                     ],
+                    "requestBody": {
+                        "required": False,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "resumeFrom": {
+                                            "type": "string",
+                                            "enum": ["checkpoint"],
+                                            "description": "Start from this job's latest checkpoint (ADR 0044).",
+                                        }
+                                    },
+                                }
+                            }
+                        },
+                    },
                     "responses": {
                         "202": {**_json("The retry, accepted; Location points at it", "Job", _LOCATION), **_JOB_LINKS},
                         "200": {
                             **_json("The retry this Idempotency-Key already created", "Job", _LOCATION),
                             **_JOB_LINKS,
                         },
-                        "400": _problem("The request no longer passes its checks (an input gone); errors name it"),
+                        "400": _problem(
+                            "The request no longer passes its checks (an input gone), or the body is not a known "
+                            "option; errors name the field"
+                        ),
                         **_AUTH_RESPONSES,
                         "404": _problem("No such job, or a job of a project the caller does not belong to"),
                         "409": _problem(

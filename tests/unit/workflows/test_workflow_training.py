@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from hastegeo.workloads._run.classifier import MODEL_KIND, load_model
 from hastegeo.workloads._run.sample_data import SampleScene
@@ -85,3 +88,57 @@ def test_missing_classes_and_labels_fail_readably(mosaic_job: Job, run_workload:
     job = run_workload("training", broken, {"classes": ["a", "b"]}, "y")
     assert job.code == 2
     assert "must be a GeoJSON FeatureCollection" in job.stderr
+
+
+def scene_inputs(scene: SampleScene, mosaic_job: Job) -> dict[str, Path | bytes | str]:
+    return {"imagery.tif": mosaic_job.outputs / "imagery.tif", "labels.geojson": scene.labels}
+
+
+def test_an_interrupted_run_resumes_from_its_last_epoch_and_ends_with_the_same_model(
+    scene: SampleScene, mosaic_job: Job, run_workload: RunJob, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hastegeo.workloads.training import run as training_run
+
+    inputs = scene_inputs(scene, mosaic_job)
+    params = {"classes": list(scene.classes), "seed": 11, "iterations": 300, "epochs": 4}
+    whole = run_workload("training", inputs, params, name="whole")
+    assert whole.code == 0
+
+    original = training_run._save
+
+    def preempted_after_two(workdir: Any, state: Any, epoch: int, epochs: int, key: str) -> None:
+        original(workdir, state, epoch, epochs, key)
+        if epoch == 2:
+            raise KeyboardInterrupt  # the node goes away right after the second epoch's state is saved
+
+    monkeypatch.setattr(training_run, "_save", preempted_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_workload("training", inputs, params, name="resumed")
+    monkeypatch.setattr(training_run, "_save", original)
+    resumed = run_workload("training", inputs, params, name="resumed")
+    assert resumed.code == 0
+    log = (resumed.root / "logs" / "training_progress.log").read_text().splitlines()
+    second = log[[i for i, line in enumerate(log) if line.endswith("training started")][-1] :]
+    texts = [line.split(" ", 1)[1] for line in second]
+    assert "resumed from the checkpoint folder, epoch 3 of 4" in texts
+    assert [t.split(":")[0] for t in texts if t.startswith("epoch ")] == ["epoch 3 of 4", "epoch 4 of 4"]
+    for name in ("model.json", "metrics.json", "metrics.csv", "confusion_matrix.json"):
+        assert (resumed.outputs / name).read_bytes() == (whole.outputs / name).read_bytes(), name
+
+
+def test_a_checkpoint_of_other_parameters_is_ignored(
+    scene: SampleScene, mosaic_job: Job, run_workload: RunJob, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inputs = scene_inputs(scene, mosaic_job)
+    first = run_workload("training", inputs, {"classes": list(scene.classes), "iterations": 40, "epochs": 4}, "a")
+    assert first.code == 0
+    state = first.root / "checkpoints" / "training_state.json"
+    assert json.loads(state.read_text())["epoch"] == 3  # the last epoch's state is the model itself
+    other = first.root.parent / "b"
+    (other / "checkpoints").mkdir(parents=True)
+    (other / "checkpoints" / "training_state.json").write_text(state.read_text())
+    job = run_workload("training", inputs, {"classes": list(scene.classes), "iterations": 80, "epochs": 4}, "b")
+    assert job.code == 0
+    text = (job.root / "logs" / "training_progress.log").read_text()
+    assert "the checkpoint does not match this job's parameters and data; starting from the first epoch" in text
+    assert "epoch 1 of 4" in text

@@ -278,6 +278,9 @@ class Job(_Model):
     trace_parent: str | None = Field(None, description="W3C traceparent of the span that accepted the job.")
     correlation_id: str | None = Field(None, description="The request's correlation id, returned in every job event.")
     retry_of: str | None = Field(None, description="The failed or cancelled job this one retries.")
+    resume_from: str | None = Field(
+        None, description="The job (of this project) whose latest checkpoint this one starts from (ADR 0044)."
+    )
     retries: list[str] = Field(
         default_factory=list, description=f"Jobs that retry this one, oldest first (at most {RETRIES_LISTED})."
     )

@@ -18,3 +18,9 @@ def check_relative_path(value: str) -> str:
     if not _SAFE_PATH.fullmatch(value) or "//" in value:
         raise ValueError("must be a relative path without '..', '.', '//' or a leading '/'")
     return value
+
+
+def job_prefix(job_id: str) -> str:
+    """Where a job's files live in the outputs container: outputs, logs, checkpoints. Its own id only, so
+    one job's files are never another's (a job id is unique across projects)."""
+    return f"jobs/{job_id}"

@@ -237,6 +237,7 @@ class JobAcceptor:
         submitter: Submitter | None = None,
         notes: Sequence[str] = (),
         retry_of: str | None = None,
+        resume_from: str | None = None,
         job_id: str | None = None,
         group: GroupSlot | None = None,
     ) -> Accepted:
@@ -254,7 +255,8 @@ class JobAcceptor:
         ``submitter`` is who asked (from the authenticated caller, or the queue);
         it is stored on the job and named in its first history line. ``notes`` are
         history lines about the request itself (a trace context that was dropped).
-        ``retry_of`` is the job this one retries (:mod:`hastegeo.pipeline.rerun`).
+        ``retry_of`` is the job this one retries (:mod:`hastegeo.pipeline.rerun`); ``resume_from``, the job
+        whose latest checkpoint it starts from.
         ``job_id`` and ``group``: the id and place of a group's item (:mod:`hastegeo.pipeline.groups`);
         an item made twice is stored once (the second call replays the first).
 
@@ -301,6 +303,8 @@ class JobAcceptor:
         origin = f"accepted as a follow-on of {parent.id}" if parent is not None else f"accepted from {source}"
         if retry_of is not None:
             origin += f" as a retry of {retry_of}"
+        if resume_from is not None:
+            origin += f", resuming from the checkpoint of {resume_from}"
         if submitter is not None:
             origin += f", submitted by {submitter.describe()}"
 
@@ -342,6 +346,7 @@ class JobAcceptor:
             correlation_id=request.correlation_id,
             request_key=idempotency_key,
             retry_of=retry_of,
+            resume_from=resume_from,
             after=after,
             waiting_for=[u.id for u in waiting],
             group_id=group.group_id if group else None,

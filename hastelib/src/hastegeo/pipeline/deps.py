@@ -20,6 +20,7 @@ from hastegeo.compute.service import ExecutionService
 from hastegeo.costs.pricer import Pricer
 from hastegeo.models.job import Job
 from hastegeo.models.moves import record
+from hastegeo.models.paths import job_prefix
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.admission import Admission
 from hastegeo.pipeline.budget import Budgets
@@ -67,7 +68,7 @@ class PipelineDeps:
         return None if job is None else job.project_id
 
     def output_location(self, job_id: str) -> BlobLocation:
-        return BlobLocation(container=self.settings.storage.outputs_container, path=f"jobs/{job_id}")
+        return BlobLocation(container=self.settings.storage.outputs_container, path=job_prefix(job_id))
 
     def event(
         self,

@@ -17,6 +17,9 @@ from hastegeo.models.history import add_workload_events
 from hastegeo.models.job import Job
 
 PROGRESS_LINES_PER_POLL = 10
+# Lines kept even when earlier lines are summarised: that an attempt resumed from a checkpoint
+# (and from which) is what a reader of a preempted job's history looks for first (ADR 0044).
+KEPT_PREFIXES = ("resumed from the checkpoint",)
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)(Z|[+-]\d{2}:?\d{2})?\s+")
 
 
@@ -46,7 +49,8 @@ def progress_lines(data: bytes | None) -> tuple[list[ProgressLine], int]:
     A partial last line is left for the next poll. When more than
     :data:`PROGRESS_LINES_PER_POLL` lines arrived at once, the earlier ones are
     summarised in one line (dated like the last of them) so a chatty workload
-    cannot flood the history.
+    cannot flood the history; a line that says an attempt resumed from a
+    checkpoint (:data:`KEPT_PREFIXES`) is kept all the same.
     """
     if not data:
         return [], 0
@@ -57,9 +61,11 @@ def progress_lines(data: bytes | None) -> tuple[list[ProgressLine], int]:
     lines = [parse_line(line) for line in text.splitlines() if line.strip()]
     if len(lines) > PROGRESS_LINES_PER_POLL:
         kept = PROGRESS_LINES_PER_POLL - 1
-        skipped = lines[:-kept]
+        earlier = lines[:-kept]
+        pinned = [line for line in earlier if line.text.startswith(KEPT_PREFIXES)]
+        skipped = [line for line in earlier if not line.text.startswith(KEPT_PREFIXES)]
         summary = ProgressLine(skipped[-1].at, f"({len(skipped)} earlier progress lines not shown)")
-        lines = [summary, *lines[-kept:]]
+        lines = [summary, *pinned, *lines[-kept:]] if skipped else [*pinned, *lines[-kept:]]
     return lines, end + 1
 
 

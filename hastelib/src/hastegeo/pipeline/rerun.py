@@ -6,18 +6,49 @@ refused with the field that is wrong. An ``Idempotency-Key`` names one retry of 
 (it is scoped to the job retried), so a client that repeats the call gets the same retry.
 The new job names the old one when it is stored; the old one lists the new one right
 after, and a repeated call (the same key) repairs that link should a crash have cut it.
+
+A retry that asks for it (``{"resumeFrom": "checkpoint"}``) starts from the retried job's latest
+checkpoint instead of from nothing (ADR 0044): the new job names it in ``resumeFrom``.
 """
 
 from __future__ import annotations
+
+import json
 
 from hastegeo.models.job import RETRIES_LISTED, Job, Submitter
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import Accepted, JobAcceptor
 from hastegeo.pipeline.deps import PipelineDeps
-from hastegeo.utils.errors import ConflictError
+from hastegeo.utils.errors import ConflictError, InvalidJobError
 
 RETRYABLE = frozenset({JobState.FAILED, JobState.CANCELLED})
 SOURCE = "api"
+RESUME_CHOICES = ("checkpoint",)
+
+
+def resume_option(body: bytes) -> bool:
+    """Whether a retry's body asks to resume from the retried job's checkpoint (an empty body: no).
+
+    Raises:
+        InvalidJobError: the body is not a JSON object of known options (``field`` names the bad one).
+    """
+    if not body.strip():
+        return False
+    try:
+        options = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise InvalidJobError("the body must be a JSON object", field="body") from None
+    if not isinstance(options, dict):
+        raise InvalidJobError("the body must be a JSON object", field="body")
+    for name in options:
+        if name != "resumeFrom":
+            raise InvalidJobError(f"{name}: unknown option; the only one is resumeFrom", field=name)
+    value = options.get("resumeFrom")
+    if value is not None and value not in RESUME_CHOICES:
+        raise InvalidJobError(
+            f"resumeFrom: must be one of {', '.join(RESUME_CHOICES)} (or left out)", field="resumeFrom"
+        )
+    return value == "checkpoint"
 
 
 def retry_key(job_id: str, idempotency_key: str) -> str:
@@ -52,8 +83,10 @@ class Rerun:
         *,
         submitter: Submitter | None,
         idempotency_key: str | None = None,
+        resume: bool = False,
     ) -> Accepted:
-        """Accept a retry of ``job`` (read by the caller, who checked the caller may submit to its project).
+        """Accept a retry of ``job`` (read by the caller, who checked the caller may submit to its project);
+        with ``resume``, the retry starts from ``job``'s latest checkpoint.
 
         Raises:
             ConflictError: the job is not failed or cancelled, or the key was used for another request.
@@ -66,6 +99,7 @@ class Rerun:
             source=SOURCE,
             submitter=submitter,
             retry_of=job.id,
+            resume_from=job.id if resume else None,
         )
         if accepted.job.retry_of != job.id:
             raise ConflictError("This Idempotency-Key was already used for a different request")

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from hastegeo.checkpoints.placement import checkpoint_env
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, InputFile, Resources
 from hastegeo.models.job import Job, JobRequest, OutputRecord
 from hastegeo.models.ownership import ProjectOf, staged_inputs
@@ -114,7 +115,11 @@ class Processor:
             name=spec_name(job.id),
             workload=self.workload,
             entrypoint=("python", "-m", self.package),
-            env={"HASTE_PARAMS_JSON": json.dumps(params, sort_keys=True), "HASTE_JOB_ID": job.id},
+            env={
+                "HASTE_PARAMS_JSON": json.dumps(params, sort_keys=True),
+                "HASTE_JOB_ID": job.id,
+                **checkpoint_env(job, output, where.project_of),
+            },
             inputs=tuple(self.stage_inputs(job, where)),
             output=output,
             resources=self.resources,

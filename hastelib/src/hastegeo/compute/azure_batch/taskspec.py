@@ -7,6 +7,8 @@ Layout on the node (Batch's task directory)::
         inputs/   resource files, read with the pool's managed identity
         outputs/  → <prefix>/outputs/…   (uploaded on task completion, success or not)
         logs/     → <prefix>/logs/…
+        checkpoints/ = $HASTE_CHECKPOINT_DIR, copied to <prefix>/checkpoints/ by the workload's runtime
+                     while the task runs, with the pool's managed identity (ADR 0044)
         params.json  written from $HASTE_PARAMS_JSON when the spec carries it
 """
 
@@ -19,6 +21,8 @@ from urllib.parse import quote
 
 from azure.batch import models
 
+from hastegeo.checkpoints.layout import ACCOUNT_URL_VARIABLE, BLOB_VARIABLE, CHECKPOINTS, IDENTITY_VARIABLE
+from hastegeo.checkpoints.layout import DIR_VARIABLE as CHECKPOINT_DIR_VARIABLE
 from hastegeo.compute.contract import ComputeJobSpec, InputFile
 from hastegeo.profiles import SPOT_RERUNS, Tier
 from hastegeo.utils.errors import TerminalBackendError
@@ -94,6 +98,9 @@ def task_options(
     )
     env = {name: value for name, value in spec.env.items() if name not in (WORKDIR_VARIABLE, LEGACY_WORKDIR_VARIABLE)}
     env[FINGERPRINT_VARIABLE] = fingerprint
+    if BLOB_VARIABLE in env:  # the runtime copies checkpoints with the identity the output files use
+        env[ACCOUNT_URL_VARIABLE] = placement.blob_account_url
+        env[IDENTITY_VARIABLE] = placement.identity_resource_id
     return models.BatchTaskCreateOptions(
         id=task_id,
         display_name=spec.name[:1024],
@@ -123,7 +130,8 @@ def command_line(spec: ComputeJobSpec) -> str:
         "set -e",
         f'export {WORKDIR_VARIABLE}="${LEGACY_WORKDIR_VARIABLE}"',
         f'cd "${WORKDIR_VARIABLE}"',
-        "mkdir -p inputs outputs logs",
+        f'export {CHECKPOINT_DIR_VARIABLE}="${WORKDIR_VARIABLE}/{CHECKPOINTS}"',
+        f"mkdir -p inputs outputs logs {CHECKPOINTS}",
     ]
     for index, item in enumerate(spec.inputs):
         if item.is_prefix:  # Batch keeps full blob names: move <staging>/<prefix> to inputs/<dest>

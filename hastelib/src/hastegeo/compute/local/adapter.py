@@ -39,6 +39,7 @@ from typing import ClassVar
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 
+from hastegeo.checkpoints.access import connection_env
 from hastegeo.compute.capacity import CapacityWait, limit_reason
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
@@ -79,7 +80,7 @@ class LocalBackend(ComputeBackend):
     def __init__(self, context: BackendContext, root: Path, slots: int, python: str, niceness: int = 0) -> None:
         self._context = context
         self._blobs = context.transfer_blobs or context.blob_service
-        self._layout = LocalLayout(root).ensure()
+        self._layout = LocalLayout(root, connection_env(context.blob_service)).ensure()
         self._slots, self._python, self._niceness = slots, python, niceness
         self._project_limit = context.project_limit
 

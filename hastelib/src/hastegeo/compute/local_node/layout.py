@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hastegeo.checkpoints.layout import CHECKPOINTS
+from hastegeo.checkpoints.layout import DIR_VARIABLE as CHECKPOINT_DIR_VARIABLE
 from hastegeo.compute.context import utc_now
 from hastegeo.utils.files import read_json, write_json
 from hastegeo.utils.turns import admission_order
@@ -47,8 +49,11 @@ PROJECTS_KEPT = 10_000  # names whose project a layout remembers before it start
 
 
 class LocalLayout:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, launch_env: dict[str, str] | None = None) -> None:
         self.root = root
+        # Given to every workload's process beside the spec's env, never stored: the storage access
+        # its checkpoint copies use (hastegeo/checkpoints/access.py).
+        self._launch_env = dict(launch_env or {})
         # A job's project never changes once queued, and admission asks for every waiting
         # job's on each pass: remembered, a burst of n queued jobs costs n reads, not n².
         self._projects: dict[str, str] = {}
@@ -188,7 +193,8 @@ class LocalLayout:
         """Start :mod:`.run` for the job in its working directory and a session of its own."""
         spec = read_json(self.job_dir(name) / "spec.json") or {}
         work = self.work(name)
-        env = {**os.environ, **(spec.get("env") or {}), **workdir_env(str(work))}
+        env = {**os.environ, **(spec.get("env") or {}), **workdir_env(str(work)), **self._launch_env}
+        env[CHECKPOINT_DIR_VARIABLE] = str(work / CHECKPOINTS)
         (work / "logs").mkdir(parents=True, exist_ok=True)
         with (work / "logs" / "stdout.txt").open("ab") as out, (work / "logs" / "stderr.txt").open("ab") as err:
             return subprocess.Popen(

@@ -120,6 +120,89 @@ def _softmax_loss(logits: Floats, labels: Ints) -> tuple[float, Floats]:
     return loss, probabilities
 
 
+@dataclass
+class TrainingState:
+    """Where gradient descent stands: enough to go on from here and end with the same model bit for bit."""
+
+    iteration: int
+    weights: Floats
+    bias: Floats
+    history: list[dict[str, float]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "weights": self.weights.tolist(),
+            "bias": self.bias.tolist(),
+            "history": self.history,
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> TrainingState:
+        """Raises KeyError, TypeError or ValueError for a document that is not a state."""
+        return cls(
+            int(document["iteration"]),
+            np.asarray(document["weights"], dtype=np.float64),
+            np.asarray(document["bias"], dtype=np.float64),
+            [{key: float(value) for key, value in row.items()} for row in document["history"]],
+        )
+
+
+class Trainer:
+    """Full-batch gradient descent that can stop after any iteration and go on from a saved state.
+
+    Standardisation comes from the training set alone, so a trainer rebuilt from the same data and a
+    saved :class:`TrainingState` continues exactly where the saved one stopped.
+    """
+
+    def __init__(
+        self, train_set: Dataset, validation: Dataset, classes: tuple[str, ...], learning_rate: float, l2: float
+    ) -> None:
+        self.classes, self.learning_rate, self.l2 = classes, learning_rate, l2
+        mean = train_set.values.mean(axis=0)
+        std = train_set.values.std(axis=0)
+        self.mean, self.std = mean, np.where(std > 0, std, 1.0)
+        self.x = (train_set.values - self.mean) / self.std
+        self.xv = (validation.values - self.mean) / self.std
+        self.labels, self.validation_labels = train_set.labels, validation.labels
+        self.onehot = np.eye(len(classes))[train_set.labels]
+
+    def start(self) -> TrainingState:
+        n_classes = len(self.classes)
+        return TrainingState(0, np.zeros((self.x.shape[1], n_classes)), np.zeros(n_classes), [])
+
+    def fits(self, state: TrainingState) -> bool:
+        """Whether ``state`` is one of this trainer's (same bands and classes)."""
+        return state.weights.shape == (self.x.shape[1], len(self.classes)) and state.bias.shape == (len(self.classes),)
+
+    def run(self, state: TrainingState, until: int) -> TrainingState:
+        """``state`` advanced to iteration ``until``; one metrics row per iteration."""
+        weights, bias = state.weights.copy(), state.bias.copy()
+        history = list(state.history)
+        x, xv, labels = self.x, self.xv, self.labels
+        for iteration in range(state.iteration + 1, until + 1):
+            logits = x @ weights + bias
+            loss, probabilities = _softmax_loss(logits, labels)
+            loss += 0.5 * self.l2 * float((weights**2).sum())
+            gradient = probabilities - self.onehot
+            weights -= self.learning_rate * (x.T @ gradient / len(x) + self.l2 * weights)
+            bias -= self.learning_rate * gradient.mean(axis=0)
+            row = {
+                "iteration": float(iteration),
+                "loss": loss,
+                "accuracy": float((logits.argmax(axis=1) == labels).mean()),
+            }
+            if len(xv):
+                validation_logits = xv @ weights + bias
+                row["validationLoss"], _ = _softmax_loss(validation_logits, self.validation_labels)
+                row["validationAccuracy"] = float((validation_logits.argmax(axis=1) == self.validation_labels).mean())
+            history.append(row)
+        return TrainingState(max(until, state.iteration), weights, bias, history)
+
+    def model(self, state: TrainingState) -> PixelClassifier:
+        return PixelClassifier(self.classes, self.mean, self.std, state.weights, state.bias)
+
+
 def train(
     train_set: Dataset,
     validation: Dataset,
@@ -129,34 +212,9 @@ def train(
     l2: float,
 ) -> tuple[PixelClassifier, list[dict[str, float]]]:
     """Full-batch gradient descent; returns the model and one metrics row per iteration."""
-    mean = train_set.values.mean(axis=0)
-    std = train_set.values.std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    x = (train_set.values - mean) / std
-    xv = (validation.values - mean) / std
-    n_classes = len(classes)
-    weights = np.zeros((x.shape[1], n_classes))
-    bias = np.zeros(n_classes)
-    onehot = np.eye(n_classes)[train_set.labels]
-    history: list[dict[str, float]] = []
-    for iteration in range(1, iterations + 1):
-        logits = x @ weights + bias
-        loss, probabilities = _softmax_loss(logits, train_set.labels)
-        loss += 0.5 * l2 * float((weights**2).sum())
-        gradient = probabilities - onehot
-        weights -= learning_rate * (x.T @ gradient / len(x) + l2 * weights)
-        bias -= learning_rate * gradient.mean(axis=0)
-        row = {
-            "iteration": float(iteration),
-            "loss": loss,
-            "accuracy": float((logits.argmax(axis=1) == train_set.labels).mean()),
-        }
-        if len(xv):
-            validation_logits = xv @ weights + bias
-            row["validationLoss"], _ = _softmax_loss(validation_logits, validation.labels)
-            row["validationAccuracy"] = float((validation_logits.argmax(axis=1) == validation.labels).mean())
-        history.append(row)
-    return PixelClassifier(classes, mean, std, weights, bias), history
+    trainer = Trainer(train_set, validation, classes, learning_rate, l2)
+    state = trainer.run(trainer.start(), iterations)
+    return trainer.model(state), state.history
 
 
 def confusion_matrix(truth: Ints, predicted: Ints, n_classes: int) -> Ints:

@@ -8,6 +8,8 @@ does too). The layout is the cross-backend contract:
         inputs/       staged by the backend before the workload starts
         outputs/      uploaded to <output prefix>/outputs/ when the task ends
         logs/         uploaded to <output prefix>/logs/ (progress log included)
+        checkpoints/  $HASTE_CHECKPOINT_DIR: copied to <output prefix>/checkpoints/ while the job
+                      runs and put back before its next attempt (``run_main(checkpoints=True)``)
         params.json   the workload's parameters, if the backend wrote them;
                       otherwise they arrive as JSON in $HASTE_PARAMS_JSON
 
@@ -20,16 +22,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hastegeo.checkpoints.layout import DIR_VARIABLE, RESTORED_VARIABLE
 from hastegeo.utils.files import write_text
+from hastegeo.utils.redaction import redact
 from hastegeo.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
+
+if TYPE_CHECKING:
+    from hastegeo.checkpoints.agent import CheckpointAgent
 
 PARAMS_FILE = "params.json"
 PARAMS_VARIABLE = "HASTE_PARAMS_JSON"
@@ -63,8 +71,13 @@ class Workdir:
     def logs(self) -> Path:
         return self.root / "logs"
 
+    @property
+    def checkpoints(self) -> Path:
+        """Where the workload saves state to resume from (``$HASTE_CHECKPOINT_DIR``; docs/workloads.md)."""
+        return Path(os.environ.get(DIR_VARIABLE) or self.root / "checkpoints")
+
     def prepare(self) -> Workdir:
-        for folder in (self.inputs, self.outputs, self.logs):
+        for folder in (self.inputs, self.outputs, self.logs, self.checkpoints):
             folder.mkdir(parents=True, exist_ok=True)
         return self
 
@@ -159,10 +172,53 @@ def write_manifest(workdir: Workdir, workload: str, extra: dict[str, Any] | None
     return target
 
 
-def run_main(workload: str, body: Any) -> int:
+def restored_from() -> str | None:
+    """What the runtime put back in the checkpoint folder before the workload started, in words
+    (``the checkpoint of attempt 1``); None when it started empty."""
+    return os.environ.get(RESTORED_VARIABLE) or None
+
+
+def start_checkpoints(workdir: Workdir) -> CheckpointAgent | None:
+    """Put the latest checkpoint back, start copying the folder, and copy it at once on SIGTERM.
+
+    None when the job names no checkpoint location or storage cannot be reached (the workload then
+    starts from nothing, which is always correct, only slower). Imports the storage SDK only here.
+    """
+    folder = workdir.checkpoints
+    os.environ[DIR_VARIABLE] = str(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        from hastegeo.checkpoints.agent import CheckpointAgent
+
+        agent = CheckpointAgent.from_environ(folder)
+        if agent is None:
+            return None
+        restored = agent.restore()
+        if restored:
+            os.environ[RESTORED_VARIABLE] = restored  # for restored_from(), and for commands the workload runs
+    except Exception as exc:
+        reason = redact(f"{type(exc).__name__}: {exc}")  # stderr reaches the history: no key or signature in it
+        print(f"checkpoints: not restored or copied: {reason}", file=sys.stderr, flush=True)
+        return None
+    agent.start()
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_stop(signum: int, frame: Any) -> None:
+        signal.signal(signum, signal.SIG_IGN)  # one copy, however many notices arrive
+        agent.sync()  # the node is going (a preemption notice) or the job was cancelled: copy now
+        if callable(previous):
+            previous(signum, frame)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_stop)
+    return agent
+
+
+def run_main(workload: str, body: Any, *, checkpoints: bool = False) -> int:
     """Run ``body(workdir, params, progress)``; turn a :class:`WorkloadError` into exit code 2.
 
-    The last line on stderr is the readable reason the pipeline shows.
+    The last line on stderr is the readable reason the pipeline shows. With ``checkpoints``, the
+    checkpoint folder is restored first and copied while ``body`` runs (:func:`start_checkpoints`).
     """
     started = time.monotonic()
     try:
@@ -171,6 +227,7 @@ def run_main(workload: str, body: Any) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     progress = ProgressLog(workdir.logs / f"{workload}_progress.log")
+    agent = start_checkpoints(workdir) if checkpoints else None
     try:
         progress.step(f"{workload} started")
         body(workdir, workdir.params(), progress)
@@ -181,4 +238,6 @@ def run_main(workload: str, body: Any) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
+        if agent is not None:
+            agent.close()
         progress.close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, field_validator
+from typing import Self
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from hastegeo.models.params import MAX_CLASSES, InputName, Params, Seed, Text
 
@@ -19,6 +21,13 @@ class TrainingParams(Params):
     seed: Seed = 0
     validation_fraction: float = Field(0.25, ge=0.05, le=0.9, description="Share of each class held out.")
     iterations: int = Field(300, ge=1, le=100_000, description="Gradient-descent steps.")
+    epochs: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="Parts the iterations are split into; the state is checkpointed after each but the last, "
+        "and a next attempt resumes from the latest (docs/workloads.md#checkpoints).",
+    )
     learning_rate: float = Field(0.5, ge=1e-6, le=10.0, description="Step size.")
     l2: float = Field(0.0001, ge=0.0, le=10.0, description="Weight decay.")
     max_samples_per_class: int = Field(
@@ -28,6 +37,12 @@ class TrainingParams(Params):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"classes": ["water", "vegetation", "bare", "building"], "seed": 7}]}
     )
+
+    @model_validator(mode="after")
+    def _epochs_fit(self) -> Self:
+        if self.epochs > self.iterations:
+            raise ValueError("epochs must not exceed iterations")
+        return self
 
     @field_validator("classes")
     @classmethod

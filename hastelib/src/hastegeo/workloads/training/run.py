@@ -6,7 +6,12 @@ Parameters:
 - ``imagery``: raster under inputs/ (default ``imagery.tif``, else the only GeoTIFF).
 - ``labels``: GeoJSON under inputs/ (default ``labels.geojson``); ``classProperty`` (default ``class``).
 - ``seed`` (0), ``validationFraction`` (0.25), ``iterations`` (300), ``learningRate`` (0.5),
-  ``l2`` (0.0001), ``maxSamplesPerClass`` (50000).
+  ``l2`` (0.0001), ``maxSamplesPerClass`` (50000), ``epochs`` (1).
+
+With ``epochs`` > 1 the state after each epoch but the last is saved in the checkpoint folder
+(``$HASTE_CHECKPOINT_DIR/training_state.json``); an attempt that finds one there (put back by the
+runtime after a preemption, a retry or a fail-over) runs only the remaining epochs, and ends
+with the same model as an uninterrupted run.
 
 Types, bounds and defaults: :class:`hastegeo.workloads.training.params.TrainingParams`, the model the API checks too.
 
@@ -17,14 +22,24 @@ The same inputs and seed give byte-identical outputs (the manifest's time stamp 
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hastegeo.utils.files import write_text
 from hastegeo.workloads._run import geo
-from hastegeo.workloads._run.classifier import confusion_matrix, train
-from hastegeo.workloads._run.harness import ProgressLog, Workdir, WorkloadError, run_main, write_manifest
+from hastegeo.workloads._run.classifier import Dataset, Trainer, TrainingState, confusion_matrix
+from hastegeo.workloads._run.harness import (
+    ProgressLog,
+    Workdir,
+    WorkloadError,
+    restored_from,
+    run_main,
+    write_manifest,
+)
 from hastegeo.workloads._run.params import default_raster, default_vector, read_params
 from hastegeo.workloads.training import labels
 from hastegeo.workloads.training.params import TrainingParams
@@ -35,6 +50,7 @@ METRICS_JSON = "metrics.json"
 METRICS_CSV = "metrics.csv"
 CONFUSION_JSON = "confusion_matrix.json"
 CSV_COLUMNS = ("iteration", "loss", "accuracy", "validationLoss", "validationAccuracy")
+STATE_FILE = "training_state.json"
 
 
 def _write_csv(path: Path, history: list[dict[str, float]]) -> None:
@@ -71,7 +87,17 @@ def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None
             progress.step(f"warning: class {name!r} has no labelled pixel; the model will never predict it")
     train_set, validation = labels.split(samples, fraction, rng)
     progress.step(f"training on {len(train_set.labels)} pixels, validating on {len(validation.labels)}")
-    model, history = train(train_set, validation, tuple(classes), iterations, learning_rate, l2)
+    trainer = Trainer(train_set, validation, tuple(classes), learning_rate, l2)
+    epochs = settings.epochs
+    key = _state_key(settings, train_set, bands)
+    state, done = _resume(workdir, trainer, key, epochs, progress)
+    for epoch in range(done + 1, epochs + 1):
+        state = trainer.run(state, iterations * epoch // epochs)
+        if epoch < epochs:  # the last epoch's state is the model itself
+            _save(workdir, state, epoch, epochs, key)
+        if epochs > 1:
+            progress.step(f"epoch {epoch} of {epochs}: loss {state.history[-1]['loss']:.4f}")
+    model, history = trainer.model(state), state.history
     final = history[-1]
     predicted = model.predict(validation.values)
     matrix = confusion_matrix(validation.labels, predicted, len(classes))
@@ -112,5 +138,37 @@ def run(workdir: Workdir, params: dict[str, Any], progress: ProgressLog) -> None
     write_manifest(workdir, WORKLOAD, extra={"summary": summary})
 
 
+def _state_key(settings: TrainingParams, train_set: Dataset, bands: int) -> str:
+    """What a saved state must have been trained on: these parameters, this many samples and bands."""
+    document = {"params": settings.model_dump(mode="json"), "samples": len(train_set.labels), "bands": bands}
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+
+
+def _save(workdir: Workdir, state: TrainingState, epoch: int, epochs: int, key: str) -> None:
+    """The state after ``epoch``, written whole (the runtime never copies a half-written file)."""
+    document = {"epoch": epoch, "epochs": epochs, "key": key, **state.to_json()}
+    write_text(workdir.checkpoints / STATE_FILE, json.dumps(document))
+
+
+def _resume(
+    workdir: Workdir, trainer: Trainer, key: str, epochs: int, progress: ProgressLog
+) -> tuple[TrainingState, int]:
+    """The saved state and the epochs it completed, or a fresh start when there is none that fits."""
+    path = workdir.checkpoints / STATE_FILE
+    if not path.exists():
+        return trainer.start(), 0
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        state, done = TrainingState.from_json(document), int(document["epoch"])
+        fits = document.get("key") == key and trainer.fits(state) and 0 < done < epochs
+    except (ValueError, KeyError, TypeError):
+        fits = False
+    if not fits:
+        progress.step("the checkpoint does not match this job's parameters and data; starting from the first epoch")
+        return trainer.start(), 0
+    progress.step(f"resumed from {restored_from() or 'the checkpoint folder'}, epoch {done + 1} of {epochs}")
+    return state, done
+
+
 def main() -> int:
-    return run_main(WORKLOAD, run)
+    return run_main(WORKLOAD, run, checkpoints=True)

@@ -8,6 +8,7 @@ here): ``python`` on the task's PATH is this interpreter.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from hastegeo.checkpoints.layout import CONNECTION_VARIABLE as CHECKPOINT_CONNECTION
+from hastegeo.checkpoints.layout import IDENTITY_VARIABLE as CHECKPOINT_IDENTITY
 from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.utils.errors import describe_exception
 from hastegeo_dev.testing.batch_service.faults import Faults
@@ -96,8 +99,11 @@ class Task:
 class Engine:
     """Holds every job and task under one lock; runs tasks on threads."""
 
-    def __init__(self, root: Path, blob_service: Any | None, faults: Faults) -> None:
+    def __init__(
+        self, root: Path, blob_service: Any | None, faults: Faults, storage_connection_string: str | None = None
+    ) -> None:
         self.root = root
+        self.storage_connection_string = storage_connection_string
         self.blob_service = blob_service
         self.faults = faults
         self.lock = threading.RLock()
@@ -215,8 +221,14 @@ class Engine:
                 if task.kill_reason:
                     process.kill()
             limit = duration_s((task.body.get("constraints") or {}).get("maxWallClockTime"))
+            watch = None if preempt else self.faults.take_preempt_on(job.id)
             try:
-                code = process.wait(timeout=self.faults.preempt_after_s if preempt else limit)
+                if watch is not None:
+                    code = self._wait_for_output(process, workdir / watch.path, watch.text, limit)
+                    preempt = code is None
+                    code = _stop_with_notice(process, watch.notice_s) if code is None else code
+                else:
+                    code = process.wait(timeout=self.faults.preempt_after_s if preempt else limit)
                 timed_out = False
             except subprocess.TimeoutExpired:
                 process.kill()
@@ -243,6 +255,26 @@ class Engine:
         if upload_error and result[1] is None:
             result = (result[0], "FileUploadError", upload_error)
         return result
+
+    @staticmethod
+    def _wait_for_output(process: subprocess.Popen[bytes], path: Path, text: str, limit: float) -> int | None:
+        """The exit code, or None once ``path`` contains ``text`` while it runs (the moment to preempt).
+
+        Raises:
+            subprocess.TimeoutExpired: past the task's wall clock limit.
+        """
+        deadline = time.monotonic() + limit
+        needle = text.encode()
+        while True:
+            code = process.poll()
+            if code is not None:
+                return code
+            with contextlib.suppress(OSError):
+                if needle in path.read_bytes():
+                    return None
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(process.args, limit)
+            time.sleep(0.01)
 
     def complete(self, job: Job, task: Task, code: int | None, failure_code: str | None, message: str | None) -> None:
         task.exit_code = code
@@ -277,6 +309,10 @@ class Engine:
         )
         for item in task.body.get("environmentSettings") or []:
             env[str(item["name"])] = str(item.get("value") or "")
+        if env.get(CHECKPOINT_IDENTITY) and self.storage_connection_string:
+            # The pool's managed identity, as this test node plays it: the task reaches the same Azurite
+            # the service stages and uploads with (a real node gets a token for the identity instead).
+            env[CHECKPOINT_CONNECTION] = self.storage_connection_string
         return env
 
     # -- storage -----------------------------------------------------------------------
@@ -330,6 +366,16 @@ class Engine:
         if self.blob_service is None:
             raise RuntimeError("the Batch test service was started without an Azurite connection string")
         return self.blob_service
+
+
+def _stop_with_notice(process: subprocess.Popen[bytes], notice_s: float) -> int:
+    """SIGTERM (a spot node's eviction notice reaching the task), then SIGKILL after ``notice_s``."""
+    process.terminate()
+    try:
+        return process.wait(timeout=notice_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 def match_outputs(workdir: Path, pattern: str, path: str) -> list[tuple[Path, str]]:

@@ -47,6 +47,16 @@ class NodeLoss:
 
 
 @dataclass
+class PreemptOn:
+    """Preempt the run once the task's file ``path`` (under its working directory) contains ``text``."""
+
+    text: str
+    path: str
+    job_id: str | None = None
+    notice_s: float = 10.0  # SIGTERM first; killed if still running after this long
+
+
+@dataclass
 class CapacityRefusal:
     """A pool that gives its tasks no node: its last resize failed with ``code`` (None: it never grows)."""
 
@@ -65,6 +75,7 @@ class Faults:
     node_losses: list[NodeLoss] = field(default_factory=list)
     preemptions: dict[str | None, int] = field(default_factory=dict)
     preempt_after_s: float = 0.3  # how long a run lasts before its node is preempted
+    preempt_on: list[PreemptOn] = field(default_factory=list)
     capacity: dict[str, CapacityRefusal] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -116,6 +127,14 @@ class Faults:
             self.preempt_after_s = self.preempt_after_s if after_s is None else after_s
         return self
 
+    def preempt_on_output(self, text: str, *, path: str, job_id: str | None = None, notice_s: float = 10.0) -> Faults:
+        """The node is preempted once, when the task's ``path`` (relative to its working directory) first
+        contains ``text`` (say, a workload's progress line for its second epoch): the task is told with
+        SIGTERM, killed ``notice_s`` later if it is still running, and requeued on another node."""
+        with self._lock:
+            self.preempt_on.append(PreemptOn(text, path, job_id, notice_s))
+        return self
+
     def refuse_capacity(
         self,
         pool_id: str,
@@ -149,6 +168,7 @@ class Faults:
             self.rules.clear()
             self.node_losses.clear()
             self.preemptions.clear()
+            self.preempt_on.clear()
 
     # -- used by the service ----------------------------------------------------------
 
@@ -167,6 +187,14 @@ class Faults:
                     if loss.job_id is not None:
                         self.node_losses.remove(loss)
                     return loss.not_ready_calls
+        return None
+
+    def take_preempt_on(self, job_id: str) -> PreemptOn | None:
+        with self._lock:
+            for rule in self.preempt_on:
+                if rule.job_id in (None, job_id):
+                    self.preempt_on.remove(rule)
+                    return rule
         return None
 
     def take_preemption(self, job_id: str, pool_id: str = "") -> bool:

@@ -61,7 +61,7 @@ class BatchTestService:
             from azure.storage.blob import BlobServiceClient
 
             blobs = BlobServiceClient.from_connection_string(azurite_connection_string)
-        self.engine = Engine(self._root, blobs, self.faults)
+        self.engine = Engine(self._root, blobs, self.faults, azurite_connection_string)
         self.pool_shapes: dict[str, PoolShape] = {}
         self._calls: dict[str, Counter[str]] = {}
         self._server: ThreadingHTTPServer | None = None

@@ -1,0 +1,139 @@
+"""A training job long enough to preempt between epochs, and the runtimes that run it (local, Batch, both)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hastegeo.models.job import Job
+from hastegeo.runtime import Runtime
+from hastegeo.settings.load import load_settings
+from hastegeo.workloads._run.sample_data import SampleScene, generate
+from hastegeo_dev.devhost.azurite import Azurite
+from hastegeo_dev.testing.batch_service import BatchTestService
+from tests.support.runtime import development_runtime
+
+EPOCHS = 8
+# About a quarter of a second per epoch here: far longer than the test service takes to see an epoch's
+# line and tell the task, so the preemption lands in the third epoch, never after it.
+ITERATIONS = 4000
+TOLERANCE = 1e-12  # full-batch gradient descent from the same state is deterministic: the same floats
+
+
+@pytest.fixture(scope="session")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> SampleScene:
+    return generate(tmp_path_factory.mktemp("checkpoint-scene"), size=256, seed=3)
+
+
+def environment(azurite: Azurite, unique: str, backends: str, service: BatchTestService | None) -> dict[str, str]:
+    env = {
+        "AzureWebJobsStorage": azurite.connection_string,
+        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
+        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        "HASTE_BACKENDS_ENABLED": backends,
+    }
+    if service is not None:
+        env.update(
+            BATCH_ACCOUNT_URL=service.url,
+            BATCH_AUTH_MODE="shared_key",
+            BATCH_ACCOUNT_NAME=service.account_name,
+            BATCH_ACCOUNT_KEY=service.account_key,
+            BATCH_POOLS="training=cpu-pool",
+            BATCH_IMAGES="training=haste/geo:1",
+            BATCH_IDENTITY_RESOURCE_ID="/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/x",
+        )
+    return env
+
+
+@pytest.fixture
+def batch_service(azurite: Azurite) -> Iterator[BatchTestService]:
+    service = BatchTestService(azurite.connection_string).start()
+    yield service
+    service.stop()
+
+
+def make_runtime(env: dict[str, str], tmp_path: Path) -> Runtime:
+    env = {**env, "HASTE_LOCAL_ROOT": str(tmp_path / "local")}
+    return development_runtime(load_settings(env), sleep=lambda seconds: None)
+
+
+def close(runtime: Runtime) -> None:
+    for adapter in runtime.registry.built().values():
+        adapter.close()
+
+
+def put_scene(runtime: Runtime, scene: SampleScene, project: str = "p1") -> list[dict[str, str]]:
+    container = runtime.blobs.get_container_client(runtime.settings.storage.inputs_container)
+    container.upload_blob(f"{project}/ckpt/imagery.tif", scene.rasters[0].read_bytes(), overwrite=True)
+    container.upload_blob(f"{project}/ckpt/labels.geojson", scene.labels.read_bytes(), overwrite=True)
+    return [{"blob": f"{project}/ckpt/imagery.tif"}, {"blob": f"{project}/ckpt/labels.geojson"}]
+
+
+def training_request(scene: SampleScene, backend: str, project: str = "p1") -> dict[str, Any]:
+    return {
+        "workload": "training",
+        "projectId": project,
+        "backend": backend,
+        "inputs": [{"blob": f"{project}/ckpt/imagery.tif"}, {"blob": f"{project}/ckpt/labels.geojson"}],
+        "parameters": {
+            "classes": list(scene.classes),
+            "seed": 1,
+            "iterations": ITERATIONS,
+            "epochs": EPOCHS,
+            "packageArtifacts": False,
+        },
+    }
+
+
+def model_of(runtime: Runtime, job: Job) -> dict[str, Any]:
+    container = runtime.blobs.get_container_client(runtime.settings.storage.outputs_container)
+    document: dict[str, Any] = json.loads(container.download_blob(f"jobs/{job.id}/outputs/model.json").readall())
+    return document
+
+
+def assert_same_model(one: dict[str, Any], other: dict[str, Any]) -> None:
+    for key in ("weights", "bias", "featureMean", "featureStd"):
+        np.testing.assert_allclose(np.asarray(one[key]), np.asarray(other[key]), rtol=0, atol=TOLERANCE)
+
+
+def messages(job: Job) -> list[str]:
+    return [event.message for event in job.history]
+
+
+def epoch_lines(job: Job) -> list[str]:
+    return [m for m in messages(job) if m.startswith("epoch ")]
+
+
+def epoch_log(runtime: Runtime, job: Job) -> list[str]:
+    """The epoch lines of the job's progress log as its last attempt left it in blob storage."""
+    container = runtime.blobs.get_container_client(runtime.settings.storage.outputs_container)
+    text = container.download_blob(f"jobs/{job.id}/logs/training_progress.log").readall().decode()
+    return [line.split(" ", 1)[1] for line in text.splitlines() if line.split(" ", 1)[1].startswith("epoch ")]
+
+
+def training_s(runtime: Runtime, job: Job) -> float:
+    """How long the job's last attempt spent training: from its start on the data to its last epoch, as its
+    progress log stamps them (the process start and imports, which vary most on a busy machine, left out)."""
+    container = runtime.blobs.get_container_client(runtime.settings.storage.outputs_container)
+    lines = container.download_blob(f"jobs/{job.id}/logs/training_progress.log").readall().decode().splitlines()
+    stamps = {line.split(" ", 1)[1].split(":")[0].split(",")[0]: line.split(" ", 1)[0] for line in lines}
+    start = next(stamp for text, stamp in stamps.items() if text.startswith("training on"))
+    end = stamps[f"epoch {EPOCHS} of {EPOCHS}"]
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout}s")
