@@ -35,9 +35,10 @@ Crash windows, and who repairs each:
   ``active/`` entry, and the reconciler's sweep (:meth:`JobJournal.sweep`) publishes the
   events of a change older than :data:`PUBLISH_GRACE_S`; any later write of the job does too.
 - after 1, before 1a: the item's group shows its previous state, and its dependents still wait.
-  The job keeps its ``active/`` entry (an ended job is retired in step 2 at the earliest), and
-  the sweep hands every job it lists to the followers' repair: a group mark is a state, not a
-  count, and a release reads the upstreams again, so doing either twice does nothing twice.
+  The job keeps its ``active/`` entry (an ended job is retired in step 2 at the earliest, and only
+  once step 1a is done), the ending write of a job with followers made its due entry due at once
+  (ADR 0047), so the next sweep reads it and hands it to the followers' repair: a group mark is a
+  state, not a count, and a release reads the upstreams again, so doing either twice does nothing twice.
 - after 2, before its record: the events go out again later (at least once; their ids say so).
 - after 2, before 3: the seat stays taken. The job's next move frees it (post-processing,
   then its end), and the reconciler's repair frees the seats of jobs that have ended.
