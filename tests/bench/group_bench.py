@@ -190,6 +190,50 @@ def started_at(root: Path, job_id: str) -> float | None:
     return datetime.fromisoformat(running["startedAt"]).timestamp() if running else None
 
 
+def in_process(count: int, workdir: Path, *, as_group: bool) -> Figures:
+    """Accepting and making ``count`` jobs in this process against an Azurite of its own, without the host,
+    the queues' consumers or any workload: the pipeline's own cost of the accept path (``--in-process``).
+
+    Singles: ``JobAcceptor.accept`` from 32 threads. Group: ``GroupSteps.accept`` (the 202), then its
+    ``make`` chunks delivered one after another as the queue would (every item stored ``queued``).
+    """
+    from hastegeo.pipeline.accept import parse_request
+    from hastegeo.pipeline.groups import parse_group
+    from hastegeo.settings import load_settings
+    from hastegeo.store.queues import GroupMessage
+    from hastegeo_dev.devhost.azurite import Azurite
+    from tests.support.runtime import development_runtime
+
+    storage_calls.install()
+    figures = Figures(("group" if as_group else "singles") + ", in process", count)
+    with Azurite(in_memory=True) as azurite:
+        env = {"AzureWebJobsStorage": azurite.connection_string, "HASTE_LOCAL_ROOT": str(workdir / "local")}
+        runtime = development_runtime(load_settings(env))
+        runtime.blobs.get_container_client("haste-inputs").upload_blob(INPUT, b"x" * 512, overwrite=True)
+        before = storage_calls.total([azurite.blob_url, azurite.queue_url])
+        started = time.monotonic()
+        if as_group:
+            body = {**BODY, "items": [{"parameters": {}} for _ in range(count)]}
+            group_, _ = runtime.groups.accept(parse_group(body))
+            figures.answered_s = time.monotonic() - started
+            message: GroupMessage | None = GroupMessage(group_id=group_.id)
+            while message is not None:
+                message = runtime.groups.handle(message)
+            assert runtime.deps.groups is not None
+            assert runtime.deps.groups.get(group_.id).made_at is not None
+        else:
+            request = parse_request(BODY)
+            with ThreadPoolExecutor(max_workers=32) as pool:
+                list(pool.map(lambda i: runtime.acceptor.accept(request, idempotency_key=f"s-{i}"), range(count)))
+            figures.answered_s = time.monotonic() - started
+        figures.queued_s = time.monotonic() - started
+        figures.calls_made = (storage_calls.total([azurite.blob_url, azurite.queue_url]) - before) / count
+        figures.ended = "made (not run)"
+        for adapter in runtime.registry.built().values():
+            adapter.close()
+    return figures
+
+
 def clients(stack: LocalStack) -> tuple[ApiClient, JobStore, GroupStore]:
     blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
     blobs.get_container_client("haste-inputs").upload_blob(INPUT, b"x" * 512, overwrite=True)
@@ -206,13 +250,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=1000, help="singles, and the group's items")
     parser.add_argument("--large", type=int, default=10000, help="items of the large group (0: skip)")
+    parser.add_argument("--in-process", action="store_true", help="accept and make only, no host (see in_process)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="haste-group-bench-", ignore_cleanup_errors=True) as tmp:
+        if args.in_process:
+            for size, as_group in ((args.items, False), (args.items, True), (args.large, True)):
+                if size:
+                    results.append(in_process(size, Path(tmp) / f"{size}-{as_group}", as_group=as_group))
+                    print(f"  done: {results[-1]}", flush=True)
         for name, part in (
-            ("singles", lambda folder: singles(args.items, folder)),
-            ("group", lambda folder: group(args.items, folder)),
-            ("large", lambda folder: group(args.large, folder, cancel=True) if args.large else None),
+            ()
+            if args.in_process
+            else (
+                ("singles", lambda folder: singles(args.items, folder)),
+                ("group", lambda folder: group(args.items, folder)),
+                ("large", lambda folder: group(args.large, folder, cancel=True) if args.large else None),
+            )
         ):
             figures = part(Path(tmp) / name)
             if figures is not None:
@@ -220,15 +274,16 @@ def main() -> int:
                 print(f"  done: {figures}", flush=True)
     print(f"\ngroups: {args.items} single requests against one group of {args.items} items; {SLOTS} local slots")
     print(
-        f"  {'':<12} {'jobs':>6} {'answered 202':>13} {'all queued':>11} {'calls/job made':>15} "
+        f"  {'':<20} {'jobs':>6} {'answered 202':>13} {'all queued':>11} {'calls/job made':>15} "
         f"{'calls/job':>10} {'all ended':>10}  ended"
     )
     for r in results:
+        run = f"{r.calls:>10.1f} {r.wall_s:>9.1f}s" if r.wall_s else f"{'-':>10} {'-':>10}"
         print(
-            f"  {r.kind:<12} {r.jobs:>6} {r.answered_s:>12.2f}s {r.queued_s:>10.1f}s {r.calls_made:>15.1f} "
-            f"{r.calls:>10.1f} {r.wall_s:>9.1f}s  {r.ended}"
+            f"  {r.kind:<20} {r.jobs:>6} {r.answered_s:>12.2f}s {r.queued_s:>10.1f}s {r.calls_made:>15.1f} {run}"
+            f"  {r.ended}"
         )
-    if args.large:
+    if args.large and not args.in_process:
         print("  (the large group is cancelled once every item is made: its calls/job and wall time include that)")
     return 0 if all(r.ended for r in results) else 1
 
