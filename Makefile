@@ -99,11 +99,12 @@ demo: install ## Start the embedded stack and run a real job end to end through 
 dev: install ## Start Azurite and the development Functions host (and the web console) until Ctrl-C; traces: haste trace <job-id>
 	$(KEEP_BYTECODE) HASTE_OTEL_EXPORT=$${HASTE_OTEL_EXPORT:-file:$(CURDIR)/.haste/otel.jsonl} $(PY) -m hastegeo_dev dev
 
-bench: install ## Bare subprocess vs untraced vs traced pipeline (JOBS=200, BENCH_ROUNDS=5 rotating rounds, then TOGETHER_ROUNDS=6 with both stacks at once for tracing's cost), a rate-limited burst (LOAD_JOBS=1000), per-workload runtime and memory, fair share (FAIR_JOBS=1000)
+bench: install ## Bare subprocess vs untraced vs traced pipeline (JOBS=200, BENCH_ROUNDS=5 rotating rounds, then TOGETHER_ROUNDS=6 with both stacks at once for tracing's cost), a rate-limited burst (LOAD_JOBS=1000), per-workload runtime and memory, fair share (FAIR_JOBS=1000, and with a group of FAIR_GROUP_ITEMS), a group against single submits (GROUP_ITEMS=1000, GROUP_LARGE=10000)
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.pipeline_bench --jobs $(JOBS) --rounds $${BENCH_ROUNDS:-5} --together $${TOGETHER_ROUNDS:-6}
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.load_bench --jobs $(LOAD_JOBS)
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.workloads_bench --sizes 512 4096
-	$(KEEP_BYTECODE) $(PY) -m tests.bench.fairness_bench --jobs $${FAIR_JOBS:-1000}
+	$(KEEP_BYTECODE) $(PY) -m tests.bench.fairness_bench --jobs $${FAIR_JOBS:-1000} --group-items $${FAIR_GROUP_ITEMS:-1000}
+	$(KEEP_BYTECODE) $(PY) -m tests.bench.group_bench --items $${GROUP_ITEMS:-1000} --large $${GROUP_LARGE:-10000}
 
 bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES), then following 1,000 / 10,000 running ones (SCALE_RUNNING), then how soon an end is seen per backend (NOTICE_JOBS)
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000} --running $${SCALE_RUNNING:-1000 10000}

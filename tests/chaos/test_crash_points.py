@@ -39,14 +39,26 @@ def runtime(make_runtime: RuntimeFactory, tmp_path: Path, monkeypatch: pytest.Mo
 
 def crash_once_after(target: Any, name: str, key: Callable[..., str]) -> set[str]:
     """Make ``target.name`` crash right after doing its work, once per job (``key`` names the job)."""
+    return crash_once(target, name, key, before=False)
+
+
+def crash_once(
+    target: Any, name: str, key: Callable[..., str], *, before: bool, only: set[str] | None = None
+) -> set[str]:
+    """Make ``target.name`` crash once per key (of those in ``only``), before or after doing its work;
+    the keys it crashed for."""
     original: Callable[..., Any] = getattr(target, name)
     crashed: set[str] = set()
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        which = key(*args, **kwargs)
+        dies = which not in crashed and (only is None or which in only)
+        if dies and before:
+            crashed.add(which)
+            raise Crash(name)
         result = original(*args, **kwargs)
-        job = key(*args, **kwargs)
-        if job not in crashed:
-            crashed.add(job)
+        if dies:
+            crashed.add(which)
             raise Crash(name)
         return result
 

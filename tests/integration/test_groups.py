@@ -263,18 +263,6 @@ def test_a_job_after_a_group_runs_once_every_item_succeeded(make_runtime: Runtim
     assert run_until_ended(runtime, [package.id])[package.id].state is JobState.SUCCEEDED
 
 
-def test_a_lost_release_is_repaired_by_the_reconciler(make_runtime: RuntimeFactory) -> None:
-    runtime = script_runtime(make_runtime)
-    a = accept_job(runtime)
-    b = accept_job(runtime, after=[a.id])
-    followers, runtime.journal.followers = runtime.journal.followers, None  # the host dies before step 1a
-    run_until_ended(runtime, [a.id])
-    assert runtime.store.get(b.id).waiting_for == [a.id]
-    runtime.journal.followers = followers
-    runtime.journal.sweep()
-    assert runtime.store.get(b.id).waiting_for == []
-
-
 def test_cancelling_a_group_ends_its_queued_items_and_completes_it(make_runtime: RuntimeFactory) -> None:
     runtime = script_runtime(make_runtime)
     group, _ = runtime.groups.accept(parse_group(group_body(4)))

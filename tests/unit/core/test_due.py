@@ -73,3 +73,26 @@ def test_buckets_sort_by_time_and_a_bucket_is_due_from_its_start() -> None:
     assert due.job_of(f"due/{a}/job-1") == "job-1"
     assert due.bucket_of(f"due/{a}/job-1") == a
     assert due.GRID_S <= due.CHAIN_GRACE_S  # else a live chain's entry could come due
+
+
+def test_a_waiting_job_has_its_entry_from_its_first_write_at_its_deadline() -> None:
+    deadline = T0 + timedelta(days=30)
+    waiting = job(JobState.QUEUED, waiting_for=["k1"], deadline_at=deadline)
+    assert due.waiting(waiting)
+    assert due.look_at(waiting) == deadline  # not 30 s after its last write, as a queued job's
+    assert due.entry_name(waiting) == f"due/{due.bucket(deadline)}/{waiting.id}"
+    released = waiting.model_copy(update={"waiting_for": [], "deadline_at": T0 + timedelta(hours=1)})
+    assert not due.waiting(released)
+    assert due.entry_name(released) is None  # released young: an ordinary queued job again
+
+
+def test_an_end_with_followers_is_due_at_once_and_other_ends_keep_their_entry() -> None:
+    end = T0 + timedelta(hours=2, seconds=40)
+    ended = job(JobState.SUCCEEDED, updated_at=end)
+    assert due.ended_entry(ended) is None
+    upstream = ended.model_copy(update={"has_dependents": True})
+    name = due.ended_entry(upstream)
+    assert name == f"due/202612061200/{upstream.id}"
+    assert name < due.due_until(end)  # the next pass reads it
+    item = ended.model_copy(update={"group_id": "g1", "group_index": 0})
+    assert due.ended_entry(item) == f"due/202612061200/{item.id}"

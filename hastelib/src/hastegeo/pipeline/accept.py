@@ -388,6 +388,10 @@ class JobAcceptor:
         if existing.request_fingerprint != fingerprint:
             raise ConflictError("This Idempotency-Key was already used for a different request")
         age = (self._deps.clock() - existing.created_at).total_seconds()
+        if existing.state is JobState.QUEUED and existing.waiting_for:
+            # The first attempt may have died before it looked again at upstreams that ended meanwhile (a
+            # group's make message delivered again, a queue request, a keyed retry): look now.
+            return Accepted(job=Dependencies(self._deps).release(existing.id) or existing, created=False)
         if existing.state is JobState.QUEUED and age > REENQUEUE_AFTER_S:
             # The first attempt may have stored the job and lost the enqueue; a
             # duplicate submit message is harmless, a missing one is not.

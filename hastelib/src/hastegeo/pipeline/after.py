@@ -10,6 +10,12 @@ queued deadline and a submit message), or ends the job without running when one 
 was cancelled, its reason naming that upstream and its cause. That ending goes through the
 journal like any other, so the job's own dependents follow (the cascade). A release is a
 function of what is stored, so running it twice does nothing twice.
+
+An upstream's end releases at most :data:`INLINE` dependents in the step that ended it; with more
+(10,000 items waiting for one training job, one package job per tile…), it sends one ``release``
+message on the groups queue instead, and each delivery releases a chunk of :data:`CHUNK`
+(:meth:`hastegeo.pipeline.groups.GroupSteps.handle`), then sends the next: no delivery writes more
+than a chunk, and a delivery that dies is delivered again (ADR 0047).
 """
 
 from __future__ import annotations
@@ -24,13 +30,15 @@ from hastegeo.models.group import Group, is_group_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps
-from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
-from hastegeo.utils.errors import ConflictError, InvalidJobError, JobNotFoundError
+from hastegeo.store.queues import GROUPS_QUEUE, SUBMIT_QUEUE, GroupMessage, JobMessage
+from hastegeo.utils.errors import InvalidJobError, JobNotFoundError
 
 log = logging.getLogger(__name__)
 SOURCE = "after"
 # A waiting job's deadline: it may wait as long as its upstreams run (its queued deadline starts at its release).
 WAITING_DEADLINE = timedelta(days=30)
+INLINE = 10  # dependents an upstream's end releases itself; with more, it hands them to the queue in chunks
+CHUNK = 100  # dependents one delivery of a ``release`` message releases
 
 
 @dataclass(frozen=True)
@@ -123,18 +131,36 @@ class Dependencies:
                 self._deps.journal.update(upstream.id, _flagged)
 
     def upstream_ended(self, upstream_id: str, *, flagged: bool = True) -> None:
-        """Release every job waiting for ``upstream_id`` (a job or group that has just ended).
+        """Release every job waiting for ``upstream_id`` (a job or group that has just ended): up to
+        :data:`INLINE` here, more through one ``release`` message (its chunks follow one another).
 
         ``flagged``: the upstream may have dependents (a job's ``hasDependents``; a group always may).
+
+        Raises AzureError, ConflictError: not all released (the caller's step, or the sweep, does it again).
         """
         groups = self._deps.groups
         if groups is None or not flagged:
             return
-        for dependent in groups.dependents(upstream_id):
+        dependents, more = groups.dependents(upstream_id, size=INLINE)
+        if more:
+            self._deps.queues.send_text(GROUPS_QUEUE, GroupMessage(group_id=upstream_id, kind="release").encode())
+            return
+        for dependent in dependents:
             self.release(dependent)
 
+    def chunk(self, upstream_id: str, resume_after: str | None) -> tuple[list[str], GroupMessage | None]:
+        """The next :data:`CHUNK` jobs waiting for ``upstream_id`` after ``resume_after``, and the message of
+        the chunk after them (None: the last)."""
+        assert self._deps.groups is not None
+        dependents, more = self._deps.groups.dependents(upstream_id, after=resume_after, size=CHUNK)
+        following = GroupMessage(group_id=upstream_id, kind="release", resume_after=dependents[-1]) if more else None
+        return dependents, following
+
     def release(self, job_id: str) -> Job | None:
-        """Submit, end or leave waiting job ``job_id``, from its upstreams as stored now; the job as written."""
+        """Submit, end or leave waiting job ``job_id``, from its upstreams as stored now; the job as written.
+
+        Raises AzureError, ConflictError: not released (the job kept changing); whoever called tries again.
+        """
         deps = self._deps
         job = deps.store.find(job_id)
         if job is None or job.state is not JobState.QUEUED or not job.waiting_for:
@@ -160,8 +186,7 @@ class Dependencies:
 
         try:
             written = deps.journal.update(job_id, change)
-        except (ConflictError, JobNotFoundError) as exc:
-            log.info("after: job %s not released yet (%s); the reconciler tries again", job_id, type(exc).__name__)
+        except JobNotFoundError:
             return None
         if written.wrote and written.job.state is JobState.QUEUED and not written.job.waiting_for:
             try:

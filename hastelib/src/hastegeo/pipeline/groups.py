@@ -11,7 +11,8 @@
 - :meth:`GroupSteps.after_write` is the journal's followers step: it writes an item's new state
   into its group (one mark per item: repeating it counts nothing twice), announces a group whose
   last item ended (``com.haste.group.completed``) and releases the jobs waiting for a job or group
-  that ended (:mod:`hastegeo.pipeline.after`). :meth:`GroupSteps.repair` is the reconciler's.
+  that ended (:mod:`hastegeo.pipeline.after`; many of them a chunk per ``release`` message, on the same
+  queue). :meth:`GroupSteps.repair` is the reconciler's.
 """
 
 from __future__ import annotations
@@ -183,7 +184,18 @@ class GroupSteps:
     # -- making and cancelling items (queue groups-make) ---------------------------------
 
     def handle(self, message: GroupMessage) -> GroupMessage | None:
-        """Make or cancel one chunk of a group's items; the next chunk's message, as sent (None: the last)."""
+        """Make or cancel one chunk of a group's items, or release one chunk of the jobs waiting for a job or
+        group; the next chunk's message, as sent (None: the last).
+
+        Raises AzureError, ConflictError from a release chunk: the message is delivered again (a release
+        done twice does nothing twice), and its next chunk's message is sent only once this one is done.
+        """
+        if message.kind == "release":
+            dependents, following = Dependencies(self._deps).chunk(message.group_id, message.resume_after)
+            list(self._pool.map(Dependencies(self._deps).release, dependents))
+            if following is not None:
+                self._deps.queues.send_text(GROUPS_QUEUE, following.encode())
+            return following
         group = self._groups.find(message.group_id)
         if group is None:
             log.warning("groups: group %s does not exist; dropping the message", message.group_id)
@@ -322,6 +334,8 @@ class GroupSteps:
             Dependencies(self._deps).upstream_ended(job.id, flagged=job.has_dependents)
 
     def _mark(self, job: Job) -> None:
+        """Write item ``job``'s state into its group. Raises AzureError, ConflictError: not marked (the item
+        is not retired then, and its due entry is due: the reconciler marks it, ADR 0047)."""
         assert job.group_id is not None
         assert job.group_index is not None
         index, now = job.group_index, self._deps.clock()
@@ -329,11 +343,7 @@ class GroupSteps:
         def change(group: Group) -> Group | None:
             return group.marked(index, job.group_attempt, job.state, job.id, job.reason, now)
 
-        try:
-            group, wrote = self._groups.update(job.group_id, change)
-        except (AzureError, ConflictError) as exc:
-            log.info("group %s: item %d not marked (%s); the reconciler does", job.group_id, index, type(exc).__name__)
-            return
+        group, wrote = self._groups.update(job.group_id, change)
         if wrote:
             self._announce_if_complete(group)
 
@@ -362,37 +372,52 @@ class GroupSteps:
 
     # -- the reconciler's repair ---------------------------------------------------------
 
-    def repair(self, jobs: Sequence[Job], now: datetime) -> None:
+    def repair(self, jobs: Sequence[Job], now: datetime) -> set[str]:
         """What a crash between a job's write and its followers left undone, and groups left half made.
 
-        ``jobs``: the jobs the sweep listed (unfinished, or ended and not yet retired).
+        ``jobs``: the jobs the sweep listed (unfinished, or ended and not yet retired). Returns the ids of
+        those whose followers are still not done (the sweep keeps them for the next pass).
         """
         by_group: dict[str, list[Job]] = defaultdict(list)
         after = Dependencies(self._deps)
+        undone: set[str] = set()
         for job in jobs:
             if job.group_id is not None and job.group_index is not None:
                 by_group[job.group_id].append(job)
-            if job.state is JobState.QUEUED and job.waiting_for:
-                after.release(job.id)
-            elif job.state.terminal:
-                after.upstream_ended(job.id, flagged=job.has_dependents)
+            try:
+                if job.state is JobState.QUEUED and job.waiting_for:
+                    after.release(job.id)
+                elif job.state.terminal:
+                    after.upstream_ended(job.id, flagged=job.has_dependents)
+            except (AzureError, ConflictError) as exc:
+                log.info("repair: the followers of job %s not done (%s)", job.id, type(exc).__name__)
+                undone.add(job.id)
         for group_id, items in by_group.items():
             group = self._groups.find(group_id)
             if group is None:
                 continue
             for job in items:
                 if group.marked(job.group_index or 0, job.group_attempt, job.state, job.id, job.reason, now):
-                    self._mark(job)
+                    try:
+                        self._mark(job)
+                    except (AzureError, ConflictError) as exc:
+                        log.info("repair: group %s, item %s not marked (%s)", group_id, job.id, type(exc).__name__)
+                        undone.add(job.id)
         for group_id in self._groups.open_groups():
             group = self._groups.find(group_id)
             if group is None:
                 continue
             if group.completed_at is not None:
-                self._announce_if_complete(group)
+                try:
+                    self._announce_if_complete(group)
+                except (AzureError, ConflictError) as exc:  # its open entry stays: the next pass
+                    log.info("repair: group %s's completion not finished (%s)", group_id, type(exc).__name__)
+                    continue
                 if group.completion_published:
                     self._groups.close(group_id)
             elif NOT_MADE in group.marks and (now - group.updated_at).total_seconds() > QUIET_S:
                 self._send(GroupMessage(group_id=group_id))
+        return undone
 
 
 def _settled(group: Group, now: datetime) -> Group:

@@ -35,9 +35,10 @@ Crash windows, and who repairs each:
   ``active/`` entry, and the reconciler's sweep (:meth:`JobJournal.sweep`) publishes the
   events of a change older than :data:`PUBLISH_GRACE_S`; any later write of the job does too.
 - after 1, before 1a: the item's group shows its previous state, and its dependents still wait.
-  The job keeps its ``active/`` entry (an ended job is retired in step 2 at the earliest), and
-  the sweep hands every job it lists to the followers' repair: a group mark is a state, not a
-  count, and a release reads the upstreams again, so doing either twice does nothing twice.
+  The job keeps its ``active/`` entry (an ended job is retired in step 2 at the earliest, and only
+  once step 1a is done), the ending write of a job with followers made its due entry due at once
+  (ADR 0047), so the next sweep reads it and hands it to the followers' repair: a group mark is a
+  state, not a count, and a release reads the upstreams again, so doing either twice does nothing twice.
 - after 2, before its record: the events go out again later (at least once; their ids say so).
 - after 2, before 3: the seat stays taken. The job's next move frees it (post-processing,
   then its end), and the reconciler's repair frees the seats of jobs that have ended.
@@ -94,7 +95,9 @@ class Followers(Protocol):
 
     def after_write(self, previous: JobState, job: Job) -> None: ...
 
-    def repair(self, jobs: Sequence[Job], now: datetime) -> None: ...
+    def repair(self, jobs: Sequence[Job], now: datetime) -> set[str]:
+        """Do again what a crash left undone; the ids of the jobs whose followers are still not done."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -175,9 +178,9 @@ class JobJournal:
         if not written.wrote or written.previous.terminal:
             # Nothing written, or a note on an ended job: its events and seat were the ending write's.
             return Written(written.job, written.etag, written.wrote, written.previous)
-        self._follow(written)
+        followed = self._follow(written)
         counted = not written.ended or self._counted(written.job)
-        version = self._published(written.version, ended=written.ended, retire=counted)
+        version = self._published(written.version, ended=written.ended, retire=counted and followed)
         admitted = self._free_seat(written, hand_over)
         if written.ended:
             ended_job(version.job, reason_class)
@@ -231,14 +234,17 @@ class JobJournal:
 
     # -- the steps after a write ---------------------------------------------------------
 
-    def _follow(self, written: Update) -> None:
-        """Step 1a: the followers of a state change (a failure is logged; the reconciler's sweep repairs it)."""
+    def _follow(self, written: Update) -> bool:
+        """Step 1a: the followers of a state change; False when they failed (logged; the reconciler's sweep
+        repairs it: an ended job stays in the active index, and its due entry is due at once, ADR 0047)."""
         if self.followers is None or written.job.state is written.previous:
-            return
+            return True
         try:
             self.followers.after_write(written.previous, written.job)
         except (AzureError, ConflictError) as exc:
             log.info("job %s: followers not done (%s); the reconciler does them", written.job.id, type(exc).__name__)
+            return False
+        return True
 
     def _priced(self, change: Change) -> Change:
         """``change``, giving the job it ends its cost (step 1: in the ending write itself)."""
@@ -335,16 +341,18 @@ class JobJournal:
         now = now or datetime.now(UTC)  # compared with storage's own clock (blob times), never a test's
         found = []
         jobs = self._due_and_unindexed(now)
+        unfollowed: set[str] = set()  # ended jobs whose followers are not done: kept for the next sweep
         if self.followers is not None:
             try:
-                self.followers.repair(jobs, now)
+                unfollowed = self.followers.repair(jobs, now)
             except (AzureError, ConflictError) as exc:  # the next sweep tries again
                 log.warning("sweep: followers' repair not finished (%s)", type(exc).__name__)
+                unfollowed = {job.id for job in jobs}
         for job in jobs:
             unpublished = self._catch_up(job, now)
             if not job.state.terminal:
                 found.append(Unfinished(job.id, job.state, job.deadline_at, job.updated_at, job=job))
-            elif not unpublished and self._counted(job):
+            elif not unpublished and job.id not in unfollowed and self._counted(job):
                 self.store.retire(job, repair=True)
         return found
 

@@ -193,6 +193,8 @@ class ReconcileStep:
             self._expire(item.job_id, report)
             return
         quiet = item.updated_at is None or now - item.updated_at > timedelta(seconds=REENQUEUE_AFTER_S)
+        if item.job is not None and due.waiting(item.job):
+            return  # it has no submit message to lose: its upstreams' ends (or its deadline) move it
         if item.state in (JobState.QUEUED, JobState.SUBMITTING) and quiet:
             with tracer.within(None):  # no traceparent: the submit step finds the job's own trace
                 deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=item.job_id, kind="submit"))

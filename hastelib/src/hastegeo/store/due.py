@@ -17,6 +17,13 @@ within minutes never writes one (its 26 storage calls are unchanged); the entry 
 the due time crosses into another bucket (with :data:`GRID_S` ≤ :data:`CHAIN_GRACE_S`, a live
 chain's entry is never due). Jobs without an entry (young ones, and those stored before this
 index) are found by the census (:mod:`hastegeo.store.census`).
+
+Jobs that others follow (ADR 0047): a job waiting for others (``waitingFor``) has its entry from its
+first write, at its deadline: the pass never reads it while it waits (10,000 waiting items cost a
+pass nothing), and the census does not read it either. What the pass must find instead is a release
+lost to a host dying after an upstream's end: the ending write of a job that has dependents, or of a
+group's item, moves its entry to the bucket of its end (:func:`ended_entry`), so the next pass reads
+it, hands it to the followers' repair, and only then retires it (which deletes the entry).
 """
 
 from __future__ import annotations
@@ -41,12 +48,19 @@ _FORMAT = "%Y%m%d%H%M"
 
 def look_at(job: Job) -> datetime:
     """When the reconciler must read the unfinished ``job`` at the latest (pure)."""
+    if waiting(job):  # its upstreams' ends release it; the pass only enforces its deadline
+        return job.deadline_at
     if job.state in FOLLOWED:
         # No due time recorded: the chain is re-armed on every pass (a record from before it was kept).
         when = job.updated_at if job.poll_due_at is None else job.poll_due_at + timedelta(seconds=CHAIN_GRACE_S)
     else:
         when = job.updated_at + timedelta(seconds=QUIET_S)
     return min(when, job.deadline_at)
+
+
+def waiting(job: Job) -> bool:
+    """Whether ``job`` waits for jobs or groups (ADR 0040): stored queued, without a submit message."""
+    return job.state is JobState.QUEUED and bool(job.waiting_for)
 
 
 def settled(job: Job) -> bool:
@@ -63,9 +77,21 @@ def bucket(when: datetime) -> str:
 
 def entry_name(job: Job) -> str | None:
     """The entry ``job`` should have, or None (ended, or not settled yet)."""
-    if job.state.terminal or not settled(job):
+    if job.state.terminal or not (settled(job) or waiting(job)):
         return None
     return f"{DUE}{bucket(look_at(job))}/{job.id}"
+
+
+def ended_entry(job: Job) -> str | None:
+    """The entry the write that ends ``job`` gives it, when its end has followers (None: it keeps its own).
+
+    A job others wait for (``hasDependents``) or a group's item: its end releases dependents or marks
+    its group (the journal's step 1a). The entry is due at once, so should the host die before that
+    step, the next pass finds the ended job; retiring it (after the step) deletes the entry.
+    """
+    if job.has_dependents or job.group_id is not None:
+        return f"{DUE}{bucket(job.updated_at)}/{job.id}"
+    return None
 
 
 def due_until(now: datetime) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
+from itertools import islice
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -109,9 +110,15 @@ class GroupStore:
     def add_dependent(self, upstream: str, dependent: str) -> None:
         self._container.upload_blob(f"{AFTER}{upstream}/{dependent}", b"", overwrite=True)
 
-    def dependents(self, upstream: str) -> list[str]:
+    def dependents(self, upstream: str, *, after: str | None = None, size: int = 100) -> tuple[list[str], bool]:
+        """Up to ``size`` jobs waiting for ``upstream``, in name order from the one after ``after``; and whether
+        more follow. One listing call: a release reads its dependents a chunk at a time (ADR 0047)."""
         prefix = f"{AFTER}{upstream}/"
-        return [str(b.name).removeprefix(prefix) for b in self._container.list_blobs(name_starts_with=prefix)]
+        blobs = self._container.list_blobs(
+            name_starts_with=prefix, start_from=prefix + after if after else None, results_per_page=size + 2
+        )
+        names = [n for b in islice(blobs, size + 2) if (n := str(b.name).removeprefix(prefix)) != after]
+        return names[:size], len(names) > size
 
     def _read(self, group_id: str) -> tuple[Group, str]:
         try:

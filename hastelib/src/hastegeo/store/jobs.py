@@ -134,10 +134,12 @@ class JobStore:
 
         The entries go first (in parallel): a crash before the document leaves entries that
         readers skip and delete, never a job that neither the listing nor the reconciler
-        finds. The document is written before any message may point to it.
+        finds. The document is written before any message may point to it. A job stored waiting
+        for others gets its due entry with them (store/due.py: at its deadline).
         """
-        job = changes.stamp(None, job)
-        list(self._lister.map(self._put_entry, index.entry_names(job)))
+        job = _with_due(job, changes.stamp(None, job))
+        names = [*index.entry_names(job), *([job.due_entry] if job.due_entry else [])]
+        list(self._lister.map(self._put_entry, names))
         try:
             result = self._container.get_blob_client(self.document_name(job.id)).upload_blob(
                 _dump(job),
@@ -475,8 +477,15 @@ class JobStore:
 
 
 def _with_due(current: Job, updated: Job) -> Job:
-    """``updated`` naming the due entry it should have (an ending write keeps the current one for retire)."""
-    name = current.due_entry if updated.state.terminal else due.entry_name(updated)
+    """``updated`` naming the due entry it should have: an ending write keeps the current one for retire,
+    or moves it to its end when its end has followers (:func:`due.ended_entry`); a note on an ended job
+    keeps it."""
+    if not updated.state.terminal:
+        name = due.entry_name(updated)
+    elif current.state.terminal:
+        name = current.due_entry
+    else:
+        name = due.ended_entry(updated) or current.due_entry
     return updated if updated.due_entry == name else updated.model_copy(update={"due_entry": name})
 
 

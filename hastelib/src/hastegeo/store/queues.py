@@ -84,16 +84,19 @@ class JobMessage(BaseModel):
 
 
 class GroupMessage(BaseModel):
-    """A pointer to a group and the chunk of its items to make (``make``) or cancel (``cancel``)."""
+    """A pointer to a group and the chunk of its items to make (``make``) or cancel (``cancel``); or to a job or
+    group that ended and the chunk of the jobs waiting for it to release (``release``: ``group_id`` is that
+    upstream, ``resume_after`` the last dependent the previous chunk released; ADR 0047)."""
 
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="ignore", frozen=True)
 
     group_id: str = Field(pattern=ID_PATTERN)
-    kind: Literal["make", "cancel"] = "make"
+    kind: Literal["make", "cancel", "release"] = "make"
     start: int = Field(0, ge=0)
+    resume_after: str | None = Field(None, pattern=ID_PATTERN)
 
     def encode(self) -> str:
-        return self.model_dump_json(by_alias=True)
+        return self.model_dump_json(by_alias=True, exclude_none=True)
 
 
 class QueueSender:
