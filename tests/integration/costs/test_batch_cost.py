@@ -151,3 +151,20 @@ def test_an_auto_job_that_failed_over_sums_both_backends(azurite: Azurite, uniqu
         for adapter in runtime.registry.built().values():
             adapter.close()
         service.stop()
+
+
+@pytest.mark.parametrize("spot", [True, False], ids=["spot-node", "dedicated-node"])
+def test_a_task_in_a_pool_of_both_kinds_is_priced_as_its_node(
+    batch: tuple[Runtime, BatchTestService], spot: bool
+) -> None:
+    runtime, service = batch
+    service.shape_pool("cpu-pool", vm_size="standard_d4s_v3", slots_per_node=2, mixed=True)
+    if spot:
+        service.spot_nodes.add("tvm-0001")  # the first node the service gives a task
+    job = run(runtime)
+    priority = Priority.SPOT if spot else Priority.DEDICATED
+    assert job.cost is not None
+    assert job.cost.amount is not None, job.cost  # before: a mixed pool said nothing, and the cost was unknown
+    assert job.cost.amount == expected(job, "Standard_D4s_v3", priority, Decimal(1) / 2)
+    assert {attempt.priority for attempt in job.cost.attempts} == {priority}
+    assert service.calls("")["get_node"] >= 1  # requests that name no job are counted under ""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -30,7 +31,7 @@ from hastegeo.compute.azure_batch.naming import provider_id
 from hastegeo.compute.azure_batch.settings import AuthMode, BatchSettings
 from hastegeo.compute.azure_batch.status import CANCEL_REASON, task_view, to_status
 from hastegeo.compute.azure_batch.taskspec import JOB_ID_METADATA
-from hastegeo.compute.azure_batch.usage import PoolShape, pool_shape, region_of, task_usage
+from hastegeo.compute.azure_batch.usage import PoolShape, node_priority, pool_shape, region_of, task_usage
 from hastegeo.compute.capacity import CapacityWait
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import (
@@ -43,6 +44,7 @@ from hastegeo.compute.contract import (
 from hastegeo.compute.identity import azure_credential
 from hastegeo.compute.retry import ErrorKind, Failed, ProviderCalls, RetryBudget, RetryPolicy
 from hastegeo.compute.tail import TAIL_BYTES
+from hastegeo.costs.prices import Priority
 from hastegeo.costs.usage import Usage
 from hastegeo.utils.errors import (
     BackendError,
@@ -85,6 +87,7 @@ class BatchBackend(ComputeBackend):
         self._calls = ProviderCalls(RetryPolicy(budget, BATCH_ERRORS, sleep))
         self._region = settings.region or region_of(settings.account_url)
         self._pools: dict[str, PoolShape | None] = {}  # what each pool is made of, for costs
+        self._nodes: dict[str, Priority | None] = {}  # in pools of both kinds, whether each node is spot
 
     # -- ComputeBackend --------------------------------------------------------------
 
@@ -152,7 +155,25 @@ class BatchBackend(ComputeBackend):
                 log.info("pool %s could not be read for a cost: %s", pool_id, pool.reason)
             else:
                 self._pools[pool_id] = pool_shape(pool)
-        return task_usage(task, self._pools.get(pool_id), self._region, self._clock())
+        shape = self._pools.get(pool_id)
+        if shape is not None and shape.priority is None:  # dedicated and spot nodes both: the node says
+            shape = self._node_shape(pool_id, shape, task)
+        return task_usage(task, shape, self._region, self._clock())
+
+    def _node_shape(self, pool_id: str, shape: PoolShape, task: Any) -> PoolShape:
+        """``shape`` with the priority of the node ``task`` runs on (read once per node; unread: unchanged)."""
+        node_id = str(getattr(getattr(task, "node_info", None), "node_id", None) or "")
+        if not node_id:
+            return shape
+        if node_id not in self._nodes:
+            what = f"reading Batch node {node_id} of pool {pool_id}"
+            node = self._calls.attempt(lambda: self._client.get_node(pool_id, node_id), what=what)
+            if isinstance(node, Failed):
+                log.info("node %s could not be read for a cost: %s", node_id, node.reason)
+                return shape
+            self._nodes[node_id] = node_priority(node)
+        priority = self._nodes[node_id]
+        return shape if priority is None else replace(shape, priority=priority)
 
     def read_output(self, handle: ComputeJobHandle, path: str) -> OutputRead:
         """The file from the node, or no data when the node cannot serve it (gone, mid-transition, no such file)."""

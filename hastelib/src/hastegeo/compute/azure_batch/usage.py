@@ -8,7 +8,9 @@ ended then; seen completed, its last run. The runs the pipeline saw in between a
 
 The price basis is the pool's: its VM size, its task slots per node and whether its nodes are
 dedicated or spot (low priority). A pool with both kinds of nodes does not say which one a run had:
-such a run is not described (its cost is unknown, and says so).
+the node the task runs on does (``isDedicated``), read once per node by the adapter
+(:func:`node_priority`); a run whose node cannot be read is not described (its cost is unknown, and
+says so).
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ def pool_shape(pool: Any) -> PoolShape | None:
     )
     priority = Priority.SPOT if low and not dedicated else Priority.DEDICATED if not low else None
     return PoolShape(str(vm_size), int(getattr(pool, "task_slots_per_node", 1) or 1), priority)
+
+
+def node_priority(node: Any) -> Priority | None:
+    """Dedicated or spot, as a compute node says of itself (None: it does not say)."""
+    dedicated = getattr(node, "is_dedicated", None)
+    return None if dedicated is None else Priority.DEDICATED if dedicated else Priority.SPOT
 
 
 def region_of(account_url: str) -> str:

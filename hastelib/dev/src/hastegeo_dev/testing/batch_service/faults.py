@@ -21,6 +21,7 @@ OPERATIONS = (
     "get_task_file_properties",
     "delete_task_file",
     "get_pool",
+    "get_node",
 )
 
 

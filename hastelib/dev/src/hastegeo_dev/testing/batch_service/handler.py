@@ -25,6 +25,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
     for method, pattern, op in (
         ("POST", r"/jobs", "create_job"),
         ("GET", r"/pools/(?P<pool>[^/]+)", "get_pool"),
+        ("GET", r"/pools/(?P<pool>[^/]+)/nodes/(?P<node>[^/]+)", "get_node"),
         ("GET", r"/jobs", "list_jobs"),
         ("GET", r"/jobs/(?P<job>[^/]+)", "get_job"),
         ("PATCH", r"/jobs/(?P<job>[^/]+)", "update_job"),

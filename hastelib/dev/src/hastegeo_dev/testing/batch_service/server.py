@@ -63,17 +63,27 @@ class BatchTestService:
             blobs = BlobServiceClient.from_connection_string(azurite_connection_string)
         self.engine = Engine(self._root, blobs, self.faults, azurite_connection_string)
         self.pool_shapes: dict[str, PoolShape] = {}
+        self.spot_nodes: set[str] = set()  # in a mixed pool, the nodes that are spot (the rest are dedicated)
         self._calls: dict[str, Counter[str]] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
 
     def shape_pool(
-        self, pool_id: str, *, vm_size: str = "standard_d2s_v3", slots_per_node: int = 1, low_priority: bool = False
+        self,
+        pool_id: str,
+        *,
+        vm_size: str = "standard_d2s_v3",
+        slots_per_node: int = 1,
+        low_priority: bool = False,
+        mixed: bool = False,
     ) -> BatchTestService:
-        """What ``pool_id`` reports it is made of (default: one-slot dedicated ``standard_d2s_v3`` nodes)."""
+        """What ``pool_id`` reports it is made of (default: one-slot dedicated ``standard_d2s_v3`` nodes).
+
+        ``mixed``: dedicated and spot nodes both; each node says which it is (:attr:`spot_nodes` are spot).
+        """
         with self.engine.lock:
-            self.pool_shapes[pool_id] = PoolShape(vm_size, slots_per_node, low_priority)
+            self.pool_shapes[pool_id] = PoolShape(vm_size, slots_per_node, low_priority, mixed)
         return self
 
     def preempt_spot(self, pool_id: str, times: int = 1, *, after_s: float | None = None) -> BatchTestService:
@@ -202,6 +212,8 @@ class BatchTestService:
             return self._list_jobs(query)
         if op == "get_pool":
             return Answer(200, self._pool_json(params["pool"]))
+        if op == "get_node":
+            return Answer(200, self._node_json(params["pool"], params["node"]))
         with engine.lock:
             job = engine.jobs.get(job_id or "")
             if job is None:
@@ -386,7 +398,7 @@ class BatchTestService:
         current, target = (busy or 1, busy or 1) if refusal is None else (refusal.current_nodes, refusal.target_nodes)
         shape = self.pool_shapes.get(pool_id, PoolShape())
         dedicated = (0, 0) if shape.low_priority else (current, target)
-        low = (current, target) if shape.low_priority else (0, 0)
+        low = (current, target) if shape.low_priority or shape.mixed else (0, 0)
         errors = [{"code": refusal.code, "message": refusal.message, "values": []}] if refusal and refusal.code else []
         stamp = now_iso()
         return {
@@ -407,6 +419,27 @@ class BatchTestService:
             "targetLowPriorityNodes": low[1],
             "enableAutoScale": bool(refusal and refusal.auto_scale),
             "taskSlotsPerNode": shape.slots_per_node,
+        }
+
+    def _node_json(self, pool_id: str, node_id: str) -> dict[str, Any]:
+        """A node that ran (or runs) a task of ``pool_id``; it says whether it is dedicated."""
+        with self.engine.lock:
+            known = any(
+                task.node_id == node_id
+                for job in self.engine.jobs.values()
+                if pool_of(job) == pool_id
+                for task in job.tasks.values()
+            )
+            shape = self.pool_shapes.get(pool_id, PoolShape())
+        if not known:
+            raise BatchError(404, "NodeNotFound", "The specified node does not exist.")
+        spot = shape.low_priority or (shape.mixed and node_id in self.spot_nodes)
+        return {
+            "id": node_id,
+            "url": f"{self.url}/pools/{pool_id}/nodes/{node_id}",
+            "state": "running",
+            "vmSize": shape.vm_size,
+            "isDedicated": not spot,
         }
 
     def _task_json(self, job: Job, task: Task) -> dict[str, Any]:
@@ -448,6 +481,7 @@ class PoolShape:
     vm_size: str = "standard_d2s_v3"
     slots_per_node: int = 1
     low_priority: bool = False
+    mixed: bool = False  # dedicated and spot nodes both
 
 
 def _http_date(timestamp: float) -> str:
