@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import azure.functions as func
 
 from api.access import Denied, caller, require, submitter_of
+from api.openapi_groups import DEPENDENTS_SHOWN
 from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
 from hastegeo.auth import Decision, Principal, can_submit, job_access
@@ -21,7 +23,7 @@ from hastegeo.models.ids import is_id
 from hastegeo.pipeline.accept import RequestRejected, decode_body
 from hastegeo.pipeline.groups import parse_group
 from hastegeo.runtime import Pipeline, get_runtime
-from hastegeo.store.groups import GroupNotFoundError
+from hastegeo.store.groups import GroupNotFoundError, GroupStore
 from hastegeo.utils.errors import BackendUnavailableError, ConflictError
 from hastegeo.utils.ratelimit import TokenBucket
 
@@ -36,6 +38,17 @@ _readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="group-list")
 def group_not_found(group_id: str) -> func.HttpResponse:
     """The one answer for a missing group and for a group the caller may not see."""
     return problem(404, "Group not found", f"No group with id {group_id}")
+
+
+def dependents_view(groups: GroupStore | None, upstream: str, *, listed: bool = True) -> dict[str, Any]:
+    """``dependents`` (the first jobs waiting for ``upstream``) and ``dependentsMore`` (some are not listed).
+
+    ``listed`` False (a job never flagged as waited for) answers without a storage call.
+    """
+    if groups is None or not listed:
+        return {"dependents": [], "dependentsMore": False}
+    names, more = groups.first_dependents(upstream, DEPENDENTS_SHOWN)
+    return {"dependents": names, "dependentsMore": more}
 
 
 def _bad_key(key: str | None) -> bool:
@@ -106,10 +119,10 @@ def _group(
 @storage_guarded
 def get_group(req: func.HttpRequest) -> func.HttpResponse:
     try:
-        _, _, group = _group(req, "groups/{id}", "read")
+        api, _, group = _group(req, "groups/{id}", "read")
     except Denied as denied:
         return denied.response
-    return json_response(group.view())
+    return json_response({**group.view(), **dependents_view(api.deps.groups, group.id)})
 
 
 @bp.route(route="groups/{id}/cancel", methods=["POST"])
