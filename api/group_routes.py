@@ -14,6 +14,7 @@ from typing import Any
 import azure.functions as func
 
 from api.access import Denied, caller, require, submitter_of
+from api.openapi_groups import DEPENDENTS_SHOWN
 from api.problems import json_response, problem, storage_guarded
 from api.tracing import traced
 from hastegeo.auth import Decision, Principal, can_submit, job_access
@@ -22,7 +23,7 @@ from hastegeo.models.ids import is_id
 from hastegeo.pipeline.accept import RequestRejected, decode_body
 from hastegeo.pipeline.groups import parse_group
 from hastegeo.runtime import Pipeline, get_runtime
-from hastegeo.store.groups import GroupNotFoundError
+from hastegeo.store.groups import GroupNotFoundError, GroupStore
 from hastegeo.utils.errors import BackendUnavailableError, ConflictError
 from hastegeo.utils.ratelimit import TokenBucket
 
@@ -37,6 +38,17 @@ _readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="group-list")
 def group_not_found(group_id: str) -> func.HttpResponse:
     """The one answer for a missing group and for a group the caller may not see."""
     return problem(404, "Group not found", f"No group with id {group_id}")
+
+
+def dependents_view(groups: GroupStore | None, upstream: str, *, listed: bool = True) -> dict[str, Any]:
+    """``dependents`` (the first jobs waiting for ``upstream``) and ``dependentsMore`` (some are not listed).
+
+    ``listed`` False (a job never flagged as waited for) answers without a storage call.
+    """
+    if groups is None or not listed:
+        return {"dependents": [], "dependentsMore": False}
+    names, more = groups.first_dependents(upstream, DEPENDENTS_SHOWN)
+    return {"dependents": names, "dependentsMore": more}
 
 
 def _bad_key(key: str | None) -> bool:
@@ -110,7 +122,7 @@ def get_group(req: func.HttpRequest) -> func.HttpResponse:
         api, _, group = _group(req, "groups/{id}", "read")
     except Denied as denied:
         return denied.response
-    return json_response({**group.view(), "cost": _cost(api, group)})
+    return json_response({**group.view(), **dependents_view(api.deps.groups, group.id), "cost": _cost(api, group)})
 
 
 def _cost(api: Pipeline, group: Group) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ import azure.functions as func
 
 from api import costs, logs
 from api.access import Denied, caller, job_not_found, require, submitter_of
-from api.group_routes import list_group_jobs
+from api.group_routes import dependents_view, list_group_jobs
 from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
 from api.profiles import profile_views
@@ -189,6 +189,7 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
     except JobNotFoundError:
         return job_not_found(job_id)
     view = job.api_view()
+    view.update(dependents_view(runtime.api.deps.groups, job.id, listed=job.has_dependents))
     if read_urls == "true":
         # Signed per blob, read-only, short-lived; made for this response and never stored.
         now = runtime.deps.clock()

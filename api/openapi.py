@@ -13,7 +13,7 @@ from typing import Any
 
 from api.console_policy import openapi_paths as console_paths
 from api.costs import cost_paths, cost_schemas
-from api.openapi_groups import group_paths, group_schemas
+from api.openapi_groups import dependents_schema, group_paths, group_schemas
 from api.openapi_logs import log_paths, log_schemas
 from api.openapi_names import name_every_object
 from api.profiles import profiles_schema
@@ -105,6 +105,7 @@ def _job_views(schemas: dict[str, Any]) -> None:
     # A view is a whole dump (null included): every field is always there, which is what generated types
     # should say (only readUrlsExpireAt and an output's url depend on readUrls=true).
     job["required"] = [name for name in job["properties"] if name != "readUrlsExpireAt"]
+    job["properties"].update(dependents_schema("job"))  # GET /jobs/{id} only: not required
     summary["required"] = list(summary["properties"])
     for name in _ANSWER_ONLY:
         schemas[name]["required"] = [field for field in schemas[name]["properties"] if field != "url"]

@@ -8,6 +8,7 @@ from hastegeo.models.group import MAX_ITEMS, GroupRequest
 from hastegeo.models.ids import ID_PATTERN
 
 _REF = "#/components/schemas/"
+DEPENDENTS_SHOWN = 100  # the jobs waiting for a job or group that its view lists (one listing call)
 _PROBLEM = {"application/problem+json": {"schema": {"$ref": _REF + "Problem"}}}
 _GROUP_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string", "pattern": ID_PATTERN}}
 _LOCATION = {"Location": {"description": "/api/groups/{id}", "schema": {"type": "string"}}}
@@ -27,6 +28,18 @@ def _group(description: str, status_extra: dict[str, Any] | None = None) -> dict
         "description": description,
         "content": {"application/json": {"schema": {"$ref": _REF + "Group"}}},
         **(status_extra or {}),
+    }
+
+
+def dependents_schema(what: str) -> dict[str, Any]:
+    """The ``dependents`` and ``dependentsMore`` fields of a job's or a group's view."""
+    return {
+        "dependents": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": f"The first {DEPENDENTS_SHOWN} jobs waiting for this {what} (after: [id])",
+        },
+        "dependentsMore": {"type": "boolean", "description": "More jobs wait for it than dependents lists"},
     }
 
 
@@ -90,6 +103,7 @@ def group_schemas() -> dict[str, Any]:
                     "final": {"type": "boolean"},
                 },
             },
+            **dependents_schema("group"),
         },
     }
     return found

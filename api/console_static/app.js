@@ -8,6 +8,7 @@ import { loadSettings } from "./api.js";
 import { h } from "./dom.js";
 import { submitPage } from "./form.js";
 import { costsPage } from "./costs.js";
+import { groupPage } from "./groups.js";
 import { backendsPage, jobPage, jobsPage } from "./pages.js";
 
 const main = document.getElementById("main");
@@ -60,6 +61,7 @@ async function route() {
   const ctx = context(mine, view);
   try {
     if (section === "job") await jobPage(view, decodeURIComponent(path.split("/")[2] || ""), ctx);
+    else if (section === "groups") await groupPage(view, decodeURIComponent(path.split("/")[2] || ""), ctx);
     else if (section === "submit") await submitPage(view, { workload: query.get("workload"), project: query.get("project"), inputJob: query.get("inputJob") }, navigate);
     else if (section === "backends") await backendsPage(view);
     else if (section === "costs") await costsPage(view, query, ctx);

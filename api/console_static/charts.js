@@ -120,3 +120,34 @@ export function scatter(points, { xLabel = "PC1", yLabel = "PC2" } = {}) {
   }
   return h("figure", { class: "chart" }, svg);
 }
+
+/** Items ended over time: one cumulative step line per end state, from ``ends`` ({at, state}) in any order. */
+export function completions(ends, { total = ends.length, title = "Items ended over time" } = {}) {
+  const timed = ends.filter((end) => !Number.isNaN(Date.parse(end.at))).sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+  if (!timed.length) return h("p", { class: "muted", id: "completions-none", text: "No item has ended yet." });
+  const start = Date.parse(timed[0].at);
+  const end = Math.max(Date.parse(timed[timed.length - 1].at), start + 1000);
+  const width = 720, height = 200, left = 50, bottom = 28, top = 10;
+  const x = (at) => left + ((Date.parse(at) - start) / (end - start)) * (width - left - 10);
+  const y = (count) => height - bottom - (count / Math.max(total, 1)) * (height - bottom - top);
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, class: "completions", role: "img", "aria-labelledby": "completions-title" });
+  svg.append(s("title", { id: "completions-title", text: `${title}: ${timed.length} of ${total} from ${timed[0].at} to ${timed[timed.length - 1].at}` }));
+  svg.append(s("line", { x1: left, y1: y(0), x2: width - 10, y2: y(0), class: "grid" }));
+  svg.append(s("line", { x1: left, y1: y(total), x2: width - 10, y2: y(total), class: "grid" }));
+  svg.append(s("text", { x: left - 6, y: y(total) + 4, class: "axis", "text-anchor": "end", text: String(total) }));
+  svg.append(s("text", { x: left - 6, y: y(0) + 4, class: "axis", "text-anchor": "end", text: "0" }));
+  svg.append(s("text", { x: left, y: height - 8, class: "axis", text: timed[0].at.slice(11, 19) }));
+  svg.append(s("text", { x: width - 10, y: height - 8, class: "axis", "text-anchor": "end", text: timed[timed.length - 1].at.slice(11, 19) }));
+  const states = STATE_ORDER.filter((state) => timed.some((item) => item.state === state));
+  for (const state of states) {
+    let count = 0;
+    let path = `M ${left} ${y(0)}`;
+    for (const item of timed.filter((entry) => entry.state === state)) {
+      path += ` H ${x(item.at)} V ${y(++count)}`;
+    }
+    path += ` H ${width - 10}`;
+    svg.append(s("path", { d: path, class: `line state-${state}` }));
+  }
+  const legend = h("ul", { class: "legend" }, states.map((state) => h("li", {}, s("svg", { width: 12, height: 12, "aria-hidden": "true" }, s("rect", { width: 12, height: 12, class: `band state-${state}` })), ` ${state} ${timed.filter((item) => item.state === state).length}`)));
+  return h("figure", { class: "chart" }, svg, legend);
+}

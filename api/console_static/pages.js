@@ -3,6 +3,7 @@
 import { api, ApiError } from "./api.js";
 import { timeline } from "./charts.js";
 import { costText } from "./costs.js";
+import { dependencies, groupLink } from "./groups.js";
 import { announce, confirmAction, formatBytes, formatTime, h, safeUrl, TERMINAL } from "./dom.js";
 import { logViewer } from "./logs.js";
 import { pictures } from "./pictures.js";
@@ -31,21 +32,25 @@ function problemText(error) {
 export async function jobsPage(main, query, ctx) {
   const project = query.get("project") || "demo";
   const state = query.get("state") || "";
+  const group = query.get("group") || ""; // a group's items, in item order (the API lists them by groupId)
   const states = ["", "queued", "submitting", "running", "postprocessing", "cancel_requested", "succeeded", "failed", "cancelled"];
   const tokens = [null]; // tokens[i] fetches page i
   let page = 0;
   let lastDrawn = "";
 
   const projectInput = h("input", { id: "jobs-project", name: "project", type: "text", value: project });
+  const groupInput = h("input", { id: "jobs-group", name: "group", type: "text", value: group, placeholder: "any group" });
   const stateSelect = h("select", { id: "jobs-state", name: "state" }, states.map((name) => h("option", { value: name, selected: name === state, text: name || "any state" })));
   const filters = h("form", { class: "filters", "aria-label": "Filter jobs" },
     h("label", { for: "jobs-project", text: "Project" }), projectInput,
     h("label", { for: "jobs-state", text: "State" }), stateSelect,
+    h("label", { for: "jobs-group", text: "Group" }), groupInput,
     h("button", { type: "submit", text: "Show" }));
   filters.addEventListener("submit", (event) => {
     event.preventDefault();
     const next = new URLSearchParams({ project: projectInput.value.trim() });
     if (stateSelect.value) next.set("state", stateSelect.value);
+    if (groupInput.value.trim()) next.set("group", groupInput.value.trim());
     ctx.navigate(`#/jobs?${next}`);
   });
   const body = h("tbody");
@@ -58,11 +63,13 @@ export async function jobsPage(main, query, ctx) {
   const where = h("span", { class: "muted", id: "page-where" });
   previous.disabled = next.disabled = true; // until the first page has loaded
   const message = h("p", { class: "problem", role: "alert", hidden: true });
-  main.replaceChildren(h("h1", { text: `Jobs of ${project}` }), filters, message, h("div", { class: "scroll" }, table), h("nav", { class: "pager", "aria-label": "Pages" }, previous, where, next));
+  const title = group ? h("h1", {}, "Items of group ", groupLink(group)) : h("h1", { text: `Jobs of ${project}` });
+  main.replaceChildren(title, filters, message, h("div", { class: "scroll" }, table), h("nav", { class: "pager", "aria-label": "Pages" }, previous, where, next));
 
   async function load() {
     const at = page;
-    const params = new URLSearchParams({ projectId: project, pageSize: String(PAGE_SIZE) });
+    const params = new URLSearchParams(group ? { groupId: group } : { projectId: project });
+    params.set("pageSize", String(PAGE_SIZE));
     if (state) params.set("state", state);
     if (tokens[at]) params.set("continuationToken", tokens[at]);
     let result;
@@ -79,6 +86,7 @@ export async function jobsPage(main, query, ctx) {
     message.hidden = true;
     tokens[at + 1] = result.continuationToken;
     // Redraw only what changed, so a poll does not take the keyboard focus away from a row's link.
+    if (group && state) result.items = result.items.filter((job) => job.state === state); // groupId lists ignore state
     const drawn = JSON.stringify(result.items);
     const again = result.items.every((job) => TERMINAL.has(job.state)) ? (page === 0 ? QUIET_POLL_MS : true) : false;
     if (drawn === lastDrawn) return again;
@@ -209,7 +217,7 @@ export async function jobPage(main, id, ctx) {
       const focused = document.activeElement && document.activeElement.id;
       main.replaceChildren(...[
         h("h1", {}, `Job ${job.id} `, stateBadge(job.state)),
-        facts, parent, retryOf, retries, reason, progress, actions,
+        facts, parent, retryOf, retries, reason, progress, actions, dependencies(job),
         h("h2", { text: "Timeline" }), timeline(job.history || []),
         h("details", {}, h("summary", { text: `Status history (${(job.history || []).length} events${job.historyFolded ? `, ${job.historyFolded} folded` : ""})` }), historyTable(job.history || [])),
         output.element,

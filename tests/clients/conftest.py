@@ -16,31 +16,43 @@ import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
+from hastegeo.settings.load import load_settings
+from hastegeo.store.queues import GroupMessage
 from hastegeo_dev.checkout import repo_root
 from hastegeo_dev.stack import LocalStack
 from tests.fuzz.conftest import FuzzStack
+from tests.support.runtime import development_runtime
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 
 ROOT = repo_root()
 NODE_BIN = ROOT / "node_modules" / ".bin"
 PYTHON_PACKAGE = "haste_client"
+DRIVERS = ("drive.ts", "drive_groups.ts")  # compiled together; the fixture answers drive.js's path
 # Operations of the document every client drives; the rest are named with the reason they are not.
-DRIVEN = ("submitJob", "getJob", "listJobs", "cancelJob", "retryJob", "getJobLogs", "listBackends", "health")
+DRIVEN = (
+    "submitJob",
+    "getJob",
+    "listJobs",
+    "cancelJob",
+    "retryJob",
+    "getJobLogs",
+    "listBackends",
+    "health",
+    "submitGroup",
+    "getGroup",
+    "cancelGroup",
+    "retryGroup",
+)
 NOT_DRIVEN = {
     "openapi": "the document itself: the clients are generated from it",
     "consoleIndex": "a file for a browser (tests/browser)",
     "consoleConfig": "a file for a browser (tests/browser)",
     "consoleFile": "a file for a browser (tests/browser)",
-    # Issue 39 asks for it; left for later: tests/integration/test_groups_api.py drives the routes.
-    "submitGroup": "job groups (ADR 0040): not driven through the generated clients yet",
-    "getGroup": "job groups (ADR 0040): not driven through the generated clients yet",
-    "cancelGroup": "job groups (ADR 0040): not driven through the generated clients yet",
-    "retryGroup": "job groups (ADR 0040): not driven through the generated clients yet",
     "getProjectCosts": "read by `haste costs` and the console (tests/unit/cli, tests/browser, tests/integration/costs)",
     "setProjectBudget": "an admin's call (tests/integration/costs); the clients' walk runs as a submitter",
 }
@@ -109,12 +121,13 @@ def python_client(served_document: Path, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture(scope="session")
 def typescript_driver(served_document: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``openapi-typescript``'s types for the document, and tests/clients/drive.ts compiled against them."""
+    """``openapi-typescript``'s types for the document, and tests/clients/drive*.ts compiled against them."""
     folder = tmp_path_factory.mktemp("typescript-client")
     (folder / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
     (folder / "package.json").write_text('{"type": "module", "private": true}\n')
     _run([str(NODE_BIN / "openapi-typescript"), str(served_document), "--output", str(folder / "schema.d.ts")], folder)
-    (folder / "drive.ts").write_text((Path(__file__).with_name("drive.ts")).read_text())
+    for name in DRIVERS:
+        (folder / name).write_text((Path(__file__).with_name(name)).read_text())
     tsconfig = {
         "compilerOptions": {
             "target": "es2022",
@@ -127,7 +140,7 @@ def typescript_driver(served_document: Path, tmp_path_factory: pytest.TempPathFa
             "types": [],
             "lib": ["es2022", "dom"],
         },
-        "files": ["drive.ts", "schema.d.ts"],
+        "files": [*DRIVERS, "schema.d.ts"],
     }
     (folder / "tsconfig.json").write_text(json.dumps(tsconfig))
     _run([str(NODE_BIN / "tsc"), "--project", str(folder / "tsconfig.json")], folder)
@@ -146,3 +159,30 @@ def run_node(script: Path, *args: str) -> dict[str, Any]:
     assert done.returncode == 0, f"node {script.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+class GroupSteps:
+    """The ``groups-make`` queue's step for a group, delivered by the test as the queue would deliver it.
+
+    The clients' host serves HTTP only (its queues stay still, so every answer is known); a group's items
+    become jobs (and are cancelled) in that step, so the test runs it between the clients' calls, chunk
+    after chunk, in a runtime over the same storage. The items' own submits stay on ``jobs-submit``.
+    """
+
+    def __init__(self, stack: LocalStack) -> None:
+        self._runtime = development_runtime(load_settings(stack.env))
+
+    def deliver(self, group_id: str, kind: Literal["make", "cancel"] = "make") -> None:
+        message: GroupMessage | None = GroupMessage(group_id=group_id, kind=kind)
+        while message is not None:
+            message = self._runtime.groups.handle(message)
+
+    def cancelled(self, group_id: str) -> None:
+        """What the cancel route's two messages do: cancel the made items, then mark the unmade ones."""
+        self.deliver(group_id, "cancel")
+        self.deliver(group_id, "make")
+
+
+@pytest.fixture(scope="session")
+def group_steps(client_stack: LocalStack) -> GroupSteps:
+    return GroupSteps(client_stack)

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from hastegeo_dev.stack import LocalStack
-from tests.clients.conftest import DRIVEN, NOT_DRIVEN, PYTHON_PACKAGE, operation_ids
+from tests.clients.conftest import DRIVEN, NOT_DRIVEN, PYTHON_PACKAGE, GroupSteps, operation_ids
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 JOBS = 5
 PAGE = 2
+GROUP_ITEMS = 5
 
 
 def module(name: str) -> Any:
@@ -127,3 +128,72 @@ def test_the_generated_python_client_submits_reads_pages_and_cancels(
     # The rest of the API surface reads into its models too.
     assert isinstance(backends.sync(client=client), models.Backends)
     assert health.sync_detailed(client=client).status_code == 200
+
+
+def test_the_generated_python_client_submits_and_follows_a_group(
+    client_stack: LocalStack, python_client: Any, group_steps: GroupSteps
+) -> None:
+    models = module("models")
+    submit, get, listing, cancel, retry = (
+        module(f"api.default.{op}") for op in ("submit_group", "get_group", "list_jobs", "cancel_group", "retry_group")
+    )
+    client = python_client.Client(base_url=f"{client_stack.base_url}/api", raise_on_unexpected_status=True)
+    project = f"pyg-{uuid.uuid4().hex[:8]}"
+    body = {
+        "workload": "artifacts",
+        "projectId": project,
+        "inputs": [{"blob": f"{project}/shared.txt"}],
+        "items": [{"labels": {"tile": str(n)}} for n in range(GROUP_ITEMS)],
+    }
+
+    # Submit: a GroupRequest model in, a Group model out (202), the same group again for the same key (200).
+    answer = submit.sync_detailed(client=client, body=models.GroupRequest.from_dict(body), idempotency_key="g-1")
+    assert answer.status_code == 202, answer.content
+    group = answer.parsed
+    assert isinstance(group, models.Group)
+    assert (group.item_count, group.counts.not_made, group.state) == (GROUP_ITEMS, GROUP_ITEMS, models.GroupState.OPEN)
+    assert answer.headers["Location"] == f"/api/groups/{group.id}"
+    replay = submit.sync_detailed(client=client, body=models.GroupRequest.from_dict(body), idempotency_key="g-1")
+    assert (replay.status_code, replay.parsed.id) == (200, group.id)
+    bad = submit.sync_detailed(
+        client=client,
+        body=models.GroupRequest.from_dict({**body, "items": [{}, {"parameters": {"compressLevel": 42}}]}),
+    )
+    assert bad.status_code == 400
+    assert isinstance(bad.parsed, models.Problem)
+    assert bad.parsed.errors[0].field == "items[1].parameters.compressLevel"
+
+    # Follow: the items are made (the queue step, delivered here), counted, and listed in item order.
+    group_steps.deliver(group.id)
+    made = get.sync(client=client, id=group.id)
+    assert isinstance(made, models.Group)
+    assert (made.made, made.counts.queued, made.progress) == (GROUP_ITEMS, GROUP_ITEMS, 0)
+    seen, token = [], None
+    while True:
+        page = listing.sync(
+            client=client, group_id=group.id, page_size=PAGE, **({"continuation_token": token} if token else {})
+        )
+        assert isinstance(page, models.JobPage)
+        seen += [(item.group_index, item.labels.to_dict()["tile"]) for item in page.items]
+        token = page.continuation_token
+        if not isinstance(token, str):
+            break
+    assert seen == [(n, str(n)) for n in range(GROUP_ITEMS)]
+
+    # Cancel: every queued item, so the group completes cancelled; retry makes them all again.
+    cancelled = cancel.sync_detailed(client=client, id=group.id)
+    assert cancelled.status_code == 202, cancelled.content
+    assert cancelled.parsed.state == models.GroupState.CANCELLING
+    not_yet = retry.sync_detailed(client=client, id=group.id)
+    assert not_yet.status_code == 409
+    group_steps.cancelled(group.id)
+    ended = get.sync(client=client, id=group.id)
+    assert (ended.state, ended.counts.cancelled, ended.progress) == (models.GroupState.COMPLETED, GROUP_ITEMS, 1)
+    causes = sorted((failure.index, failure.state, bool(failure.reason)) for failure in ended.failures)
+    assert causes == [(n, "cancelled", True) for n in range(GROUP_ITEMS)]
+    retried = retry.sync_detailed(client=client, id=group.id)
+    assert retried.status_code == 202, retried.content
+    assert (retried.parsed.retried, retried.parsed.state) == (GROUP_ITEMS, models.GroupState.OPEN)
+    missing = get.sync_detailed(client=client, id="gnosuchgroup0000")
+    assert missing.status_code == 404
+    assert isinstance(missing.parsed, models.Problem)

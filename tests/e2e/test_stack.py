@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -148,6 +149,11 @@ def test_make_demo_command_succeeds() -> None:
     assert returncode == 0, stdout + stderr
     assert "succeeded" in stdout
     assert "outputs/artifacts.zip" in stdout
+    # Inference on every tile as one group; the packaging job waited for the whole group, then ran.
+    assert re.search(r"POST /api/groups -> inference group (g\w+): 4 tiles", stdout), stdout
+    assert "[" + "=" * 30 + "] 4/4 ended  4 succeeded" in stdout
+    assert re.search(r"artifacts job k\w+, after: \[g\w+\]", stdout), stdout
+    assert "everything it waited for succeeded; submitting" in stdout
 
 
 def _run_interrupting_on_timeout(argv: list[str], timeout_s: float) -> tuple[str, str, int]:

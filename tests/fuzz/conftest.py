@@ -10,7 +10,7 @@ import schemathesis
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient
 
-from hastegeo.store.queues import SUBMIT_QUEUE
+from hastegeo.store.queues import GROUPS_QUEUE, SUBMIT_QUEUE
 from hastegeo_dev.stack import HostProcess, LocalStack
 from tests.support.hosts import HttpOnlyHost
 
@@ -28,11 +28,13 @@ class FuzzStack(LocalStack):
 
 
 class Storage:
-    """What the API has stored: job documents and messages waiting on ``jobs-submit``."""
+    """What the API has stored: job documents and messages waiting on ``jobs-submit``; group documents
+    (``groups/<id>.json``, ADR 0040) and messages waiting on ``groups-make``."""
 
     def __init__(self, connection_string: str) -> None:
         self._jobs = BlobServiceClient.from_connection_string(connection_string).get_container_client(JOBS_CONTAINER)
         self._submit = QueueClient.from_connection_string(connection_string, SUBMIT_QUEUE)
+        self._groups = QueueClient.from_connection_string(connection_string, GROUPS_QUEUE)
 
     def job_documents(self) -> int:
         return sum(1 for _ in self._jobs.list_blobs(name_starts_with="jobs/"))
@@ -40,8 +42,15 @@ class Storage:
     def submit_messages(self) -> int:
         return int(self._submit.get_queue_properties().approximate_message_count or 0)
 
-    def counts(self) -> tuple[int, int]:
-        return self.job_documents(), self.submit_messages()
+    def group_documents(self) -> int:
+        # groups/<id>.json, not the request beside it (groups/<id>/request.json)
+        return sum(1 for blob in self._jobs.list_blobs(name_starts_with="groups/") if blob.name.count("/") == 1)
+
+    def group_messages(self) -> int:
+        return int(self._groups.get_queue_properties().approximate_message_count or 0)
+
+    def counts(self) -> tuple[int, int, int, int]:
+        return self.job_documents(), self.submit_messages(), self.group_documents(), self.group_messages()
 
 
 @pytest.fixture(scope="module")

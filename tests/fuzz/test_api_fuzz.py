@@ -65,10 +65,11 @@ OPERATIONS = (
     "consoleIndex",
     "consoleConfig",
     "consoleFile",
+    "submitGroup",
+    "getGroup",
+    "cancelGroup",
+    "retryGroup",
 )
-# The group routes (ADR 0040) are in the document and not fuzzed yet: tests/integration/test_groups_api.py
-# covers them by hand, and a fuzz run needs the storage count to include groups (issue 39, left for later).
-NOT_FUZZED = {"submitGroup", "getGroup", "cancelGroup", "retryGroup"}
 # Operations without parameters or a body have nothing to negate: positive only.
 NO_INPUT = {"health", "openapi", "consoleIndex", "consoleConfig"}
 FUZZ_RUNS = [
@@ -99,14 +100,23 @@ FUZZ_SETTINGS = settings(
 
 @dataclass
 class Submissions:
-    """What POST /jobs answered: jobs it created, and idempotent replays that may have re-enqueued one."""
+    """What POST /jobs answered: jobs it created, and idempotent replays that may have re-enqueued one;
+    what POST /groups and a group's cancel answered: groups created (one make message each), and cancels
+    accepted (at most a cancel and a make message each; none when the group was cancelling already)."""
 
     created: int = 0
+    groups: int = 0
+    group_cancels: int = 0
     replays: int = 0
     # A replay of a job still queued after REENQUEUE_AFTER_S sends its submit message again (by design).
     reenqueues_certain: int = 0
     reenqueues_possible: int = 0
     statuses: dict[int, int] = field(default_factory=dict)
+
+    def record_group(self, label: str, response: schemathesis.Response) -> None:
+        if response.status_code == 202:
+            self.groups += label == "POST /groups"
+            self.group_cancels += label == "POST /groups/{id}/cancel"
 
     def record(self, response: schemathesis.Response) -> None:
         self.statuses[response.status_code] = self.statuses.get(response.status_code, 0) + 1
@@ -154,6 +164,8 @@ def check_shape(case: FuzzCase, response: schemathesis.Response) -> None:
 
 
 CREATES_JOBS = ("POST /jobs", "POST /jobs/{id}/retry")  # the operations that store a new job
+# The operations that store a group or send on groups-make (a retry only of a completed group: none here).
+CHANGES_GROUPS = ("POST /groups", "POST /groups/{id}/cancel", "POST /groups/{id}/retry")
 
 
 def run_case(
@@ -162,24 +174,27 @@ def run_case(
     response = case.call(base_url=base_url, session=session, timeout=REQUEST_TIMEOUT_S)
     if case.operation.label in CREATES_JOBS:
         submissions.record(response)
+    if case.operation.label in CHANGES_GROUPS:
+        submissions.record_group(case.operation.label, response)
     check_shape(case, response)
     case.validate_response(response, checks=CHECKS)
     return response
 
 
-def assert_nothing_else_stored(storage: Storage, before: tuple[int, int], submissions: Submissions) -> None:
-    documents, messages = storage.counts()
-    stored = (documents - before[0], messages - before[1])
+def assert_nothing_else_stored(storage: Storage, before: tuple[int, int, int, int], submissions: Submissions) -> None:
+    stored = tuple(now - then for now, then in zip(storage.counts(), before, strict=True))
     assert stored[0] == submissions.created, (stored, submissions)
     low = submissions.created + submissions.reenqueues_certain
     high = submissions.created + submissions.reenqueues_possible
     assert low <= stored[1] <= high, (stored, submissions)
+    assert stored[2] == submissions.groups, (stored, submissions)
+    assert submissions.groups <= stored[3] <= submissions.groups + 2 * submissions.group_cancels, (stored, submissions)
 
 
 def test_the_document_names_every_operation_fuzzed(schema: schemathesis.BaseSchema) -> None:
     # From the document itself: schemathesis's own listing leaves out the URL the schema was loaded from.
     found = {op["operationId"] for item in schema.raw_schema["paths"].values() for op in item.values()}
-    assert found == set(OPERATIONS) | NOT_FUZZED
+    assert found == set(OPERATIONS)
 
 
 @pytest.mark.parametrize(("operation_id", "mode"), FUZZ_RUNS)
@@ -345,6 +360,8 @@ def test_stateful_workflows_follow_the_links_and_conform(
                 answered[key] = answered.get(key, 0) + 1
                 if case.operation.label in CREATES_JOBS:  # a link from a failed or cancelled job reaches retry
                     submissions.record(response)
+                if case.operation.label in CHANGES_GROUPS:
+                    submissions.record_group(case.operation.label, response)
 
             def validate_response(
                 self,
@@ -363,3 +380,48 @@ def test_stateful_workflows_follow_the_links_and_conform(
     assert ("POST /jobs/{id}/cancel", 202) in answered, answered
     assert ("POST /jobs/{id}/cancel", 409) in answered, answered
     assert_nothing_else_stored(storage, before, submissions)
+
+
+GROUP: dict[str, Any] = {
+    "workload": "artifacts",
+    "projectId": "fuzz",
+    "inputs": [{"blob": "fuzz/a.txt"}],
+    "items": [{"labels": {"tile": "0"}}, {"labels": {"tile": "1"}}],
+}
+
+
+def test_a_valid_group_round_trip_conforms_and_stores_exactly_one_group(
+    schema: schemathesis.BaseSchema, api_base_url: str, storage: Storage
+) -> None:
+    """Submit, replay, conflict, read, list its items, cancel twice, retry too early, and a bad item: each answer
+    conforms, and storage holds exactly one group, its make message and the cancel's two (the host makes nothing)."""
+    ops = {op_id: schema.find_operation_by_id(op_id) for op_id in OPERATIONS}  # type: ignore[attr-defined]
+    submissions = Submissions()
+    before = storage.counts()
+    with requests.Session() as session:
+
+        def call(op_id: str, **parts: Any) -> schemathesis.Response:
+            return run_case(ops[op_id].Case(**parts), session, api_base_url, submissions)
+
+        headers = {"Idempotency-Key": "fuzz-group-round-trip"}
+        first = call("submitGroup", body=GROUP, headers=headers)
+        replay = call("submitGroup", body=GROUP, headers=headers)
+        assert (first.status_code, replay.status_code) == (202, 200)
+        group_id = first.json()["id"]
+        assert replay.json()["id"] == group_id
+        assert call("submitGroup", body={**GROUP, "labels": {"a": "b"}}, headers=headers).status_code == 409
+        bad = call("submitGroup", body={**GROUP, "items": [{}, {"parameters": {"compressLevel": 42}}]})
+        assert bad.status_code == 400
+        assert bad.json()["errors"][0]["field"] == "items[1].parameters.compressLevel"
+        read = call("getGroup", path_parameters={"id": group_id})
+        assert (read.status_code, read.json()["counts"]["notMade"]) == (200, 2)
+        listed = call("listJobs", query={"groupId": group_id})
+        assert (listed.status_code, listed.json()["items"]) == (200, [])  # not made: this host makes nothing
+        assert call("retryGroup", path_parameters={"id": group_id}).status_code == 409  # not completed
+        cancelled = call("cancelGroup", path_parameters={"id": group_id})
+        assert (cancelled.status_code, cancelled.json()["state"]) == (202, "cancelling")
+        assert call("cancelGroup", path_parameters={"id": group_id}).status_code == 202  # a repeat changes nothing
+        assert call("getGroup", path_parameters={"id": "gnosuchgroup0000"}).status_code == 404
+    assert (submissions.groups, submissions.group_cancels) == (1, 2)
+    assert_nothing_else_stored(storage, before, submissions)
+    assert storage.counts()[3] - before[3] == 3  # make, then the cancel's cancel and make; the repeat sent none

@@ -114,3 +114,31 @@ def test_a_group_costs_the_sum_of_its_ended_items_and_says_when_it_is_not_whole(
     totals.add(other.model_copy(update={"cost": Cost(amount=Decimal("9"), currency="USD", attributed=False)}))
     cost = read()["cost"]
     assert (cost["amount"], cost["currency"], cost["unpricedItems"], cost["final"]) == ("1.55", "USD", 1, False)
+
+
+@pytest.mark.usefixtures("api")
+def test_a_job_and_a_group_list_the_jobs_that_wait_for_them() -> None:
+    job = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
+    _, upstream, _ = call("submit_job", "POST", "/api/jobs", job)
+    _, group, _ = call("submit_group", "POST", "/api/groups", BODY)
+    _, first, _ = call("submit_job", "POST", "/api/jobs", {**job, "after": [upstream["id"]]})
+    _, second, _ = call("submit_job", "POST", "/api/jobs", {**job, "after": [upstream["id"], group["id"]]})
+    assert second["waitingFor"] == [upstream["id"], group["id"]]
+
+    def read(route: str, name: str) -> dict[str, object]:
+        status, body, _ = call(f"get_{route}", "GET", f"/api/{route}s/{name}", route_params={"id": name})
+        assert status == 200
+        return body
+
+    waited = read("job", upstream["id"])
+    assert (sorted(waited["dependents"]), waited["dependentsMore"]) == (sorted([first["id"], second["id"]]), False)
+    assert (read("group", group["id"])["dependents"], read("group", group["id"])["dependentsMore"]) == (
+        [second["id"]],
+        False,
+    )
+    alone = read("job", second["id"])
+    assert (alone["dependents"], alone["after"]) == ([], [upstream["id"], group["id"]])
+    groups = get_runtime().api.deps.groups
+    assert groups is not None
+    shown, more = groups.first_dependents(upstream["id"], 1)
+    assert (len(shown), more) == (1, True)  # one listing call: the rest is only said to exist

@@ -15,11 +15,12 @@ from typing import Any
 import azure.functions as func
 import pytest
 
+import api.group_routes as group_routes
 import api.http_routes as routes
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, Role, encode_principal
 from hastegeo.models.states import JobState
 from hastegeo.runtime import get_runtime
-from hastegeo.store.queues import SUBMIT_QUEUE
+from hastegeo.store.queues import GROUPS_QUEUE, SUBMIT_QUEUE
 from hastegeo_dev.stack import LocalStack
 
 pytestmark = pytest.mark.azurite
@@ -41,6 +42,10 @@ HANDLERS: dict[str, Handler] = {
     "cancel_job": _handler(routes.cancel_job),
     "retry_job": _handler(routes.retry_job),
     "list_jobs": _handler(routes.list_jobs),
+    "submit_group": _handler(group_routes.submit_group),
+    "get_group": _handler(group_routes.get_group),
+    "cancel_group": _handler(group_routes.cancel_group),
+    "retry_group": _handler(group_routes.retry_group),
 }
 
 
@@ -74,12 +79,16 @@ def assert_problem(status: int, body: Any, response: func.HttpResponse, expected
     assert body["title"].strip()
 
 
-def footprint() -> tuple[int, int]:
+def footprint() -> tuple[int, int, int]:
+    """Blobs in the jobs container (jobs, groups, their entries) and messages on jobs-submit and groups-make."""
     runtime = get_runtime()
     container = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
     blobs = sum(1 for _ in container.list_blobs())
-    depth = int(runtime.queues.client(SUBMIT_QUEUE).get_queue_properties().approximate_message_count or 0)
-    return blobs, depth
+    depths = (
+        int(runtime.queues.client(queue).get_queue_properties().approximate_message_count or 0)
+        for queue in (SUBMIT_QUEUE, GROUPS_QUEUE)
+    )
+    return blobs, *depths
 
 
 def submit(body: bytes) -> tuple[int, Any, func.HttpResponse]:
@@ -343,3 +352,76 @@ def test_hostile_requests_over_http_get_a_4xx_problem_from_the_development_host(
     assert isinstance(payload, dict)
     assert payload.get("status") == expected
     assert payload.get("title")
+
+
+GROUP: dict[str, Any] = {**VALID, "items": [{"labels": {"n": str(n)}} for n in range(20)]}
+
+
+def group_with(**fields: Any) -> bytes:
+    return json.dumps({**GROUP, **fields}).encode()
+
+
+def item_with(index: int, **fields: Any) -> bytes:
+    items = [dict(item) for item in GROUP["items"]]
+    items[index].update(fields)
+    return group_with(items=items)
+
+
+# Each bad group body, and the field its 400 names first (None: the body as a whole).
+BAD_GROUPS: dict[str, tuple[bytes, str | None]] = {
+    "deeply-nested-array": (b"[" * 100_000 + b"]" * 100_000, None),
+    "not-utf8-inside-string": (group_with().replace(b'"p1"', b'"p\xff1"', 1), None),
+    "json-array": (json.dumps([GROUP]).encode(), None),
+    "empty": (b"", None),
+    "no-items": (group_with(items=[]), "items"),
+    "items-not-a-list": (group_with(items={"0": {}}), "items"),
+    "10001-items": (group_with(items=[{}] * 10_001), "items"),
+    "one-invalid-item": (item_with(17, parameters={"compressLevel": 42}), "items[17].parameters.compressLevel"),
+    "nan-in-an-item": (item_with(3, parameters={"compressLevel": 0}).replace(b": 0}", b": NaN}"), None),
+    "server-owned-in-an-item": (item_with(2, state="succeeded"), "items[2].state"),
+    "traversal-in-an-item": (item_with(5, inputs=[{"blob": "../secret.txt"}]), "items[5].inputs[0].blob"),
+    "after-too-long": (group_with(after=[f"k{n:020d}" for n in range(51)]), "after"),
+    "after-a-missing-job": (group_with(after=["knosuchjob0000000000001"]), "after[0]"),
+    "after-a-missing-job-in-an-item": (item_with(4, after=["gnosuchgroup000000001"]), "items[4].after"),
+    "nul-in-project": (group_with(projectId="p1\u0000"), "projectId"),
+    "project-named-twice": (group_with().replace(b'"projectId": "p1"', b'"projectId": "p2", "projectId": "p1"'), None),
+}
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("case", sorted(BAD_GROUPS))
+def test_a_hostile_group_gets_a_400_problem_naming_the_field_and_stores_nothing(case: str) -> None:
+    raw, field = BAD_GROUPS[case]
+    before = footprint()
+    status, body, response = call("submit_group", "POST", "/api/groups", raw)
+    assert_problem(status, body, response, 400)
+    if field is not None:
+        assert str(body["errors"][0]["field"]).startswith(field), body
+    assert footprint() == before
+
+
+@pytest.mark.usefixtures("api")
+def test_a_group_body_over_its_limit_is_a_413_and_stores_nothing() -> None:
+    before = footprint()
+    over = group_with().ljust(group_routes.MAX_GROUP_BODY_BYTES + 1, b" ")
+    status, body, response = call("submit_group", "POST", "/api/groups", over)
+    assert_problem(status, body, response, 413)
+    assert footprint() == before
+    status, body, _ = call("submit_group", "POST", "/api/groups", group_with())
+    assert status == 202, body  # the control: the same group under the limit is taken
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("group_id", ODD_IDS)
+def test_odd_group_ids_are_a_404_problem_in_routes_and_listings(group_id: str) -> None:
+    before = footprint()
+    for name, method, suffix in (
+        ("get_group", "GET", ""),
+        ("cancel_group", "POST", "/cancel"),
+        ("retry_group", "POST", "/retry"),
+    ):
+        status, body, response = call(name, method, f"/api/groups/x{suffix}", route_params={"id": group_id})
+        assert_problem(status, body, response, 404)
+    status, body, response = call("list_jobs", "GET", "/api/jobs", params={"groupId": group_id})
+    assert_problem(status, body, response, 404)
+    assert footprint() == before

@@ -264,14 +264,15 @@ class ApiClient:
         return self.request("GET", f"/api/jobs/{urllib.parse.quote(job_id, safe='')}{query}")[1]
 
     def list(self, project_id: str, state: str | None = None, page_size: int = 50) -> Iterator[dict[str, Any]]:
+        query = {"projectId": project_id, "pageSize": str(page_size)}
+        return self._listed({**query, "state": state} if state else query)
+
+    def _listed(self, query: dict[str, str]) -> Iterator[dict[str, Any]]:
+        """Every job ``GET /api/jobs`` lists for ``query``, page after page (each page's token leads on)."""
         token: str | None = None
         while True:
-            query = {"projectId": project_id, "pageSize": str(page_size)}
-            if state:
-                query["state"] = state
-            if token:
-                query["continuationToken"] = token
-            page = self.request("GET", "/api/jobs?" + urllib.parse.urlencode(query))[1]
+            page_query = {**query, "continuationToken": token} if token else query
+            page = self.request("GET", "/api/jobs?" + urllib.parse.urlencode(page_query))[1]
             yield from page.get("items", [])
             token = page.get("continuationToken")
             if not token:
@@ -291,6 +292,51 @@ class ApiClient:
     def retry(self, job_id: str, idempotency_key: str | None = None) -> dict[str, Any]:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self.request("POST", f"/api/jobs/{urllib.parse.quote(job_id)}/retry", None, headers)[1]
+
+    def submit_group(self, request: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        """``POST /api/groups``: the group as accepted (its items are made into jobs shortly after)."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self.request("POST", "/api/groups", request, headers)[1]
+
+    def get_group(self, group_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/groups/{urllib.parse.quote(group_id, safe='')}")[1]
+
+    def cancel_group(self, group_id: str) -> dict[str, Any]:
+        return self.request("POST", f"/api/groups/{urllib.parse.quote(group_id, safe='')}/cancel")[1]
+
+    def retry_group(self, group_id: str) -> dict[str, Any]:
+        """The group with its failed and cancelled items made again; ``retried`` says how many."""
+        return self.request("POST", f"/api/groups/{urllib.parse.quote(group_id, safe='')}/retry")[1]
+
+    def group_jobs(self, group_id: str, page_size: int = 200) -> Iterator[dict[str, Any]]:
+        """The item jobs of a group made so far, in item order."""
+        return self._listed({"groupId": group_id, "pageSize": str(page_size)})
+
+    def watch_group(
+        self,
+        group_id: str,
+        on_change: Callable[[dict[str, Any]], None],
+        *,
+        interval: float = 1.0,
+        timeout: float | None = 3600.0,
+    ) -> dict[str, Any]:
+        """Follow a group until every item has ended, calling ``on_change`` with the group when its counts change.
+
+        Raises:
+            WatchTimeout: the group had not completed within ``timeout`` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        shown: Any = None
+        while True:
+            group = self.get_group(group_id)
+            if (group.get("made"), group.get("counts")) != shown:
+                shown = (group.get("made"), group.get("counts"))
+                on_change(group)
+            if group.get("state") == "completed":
+                return group
+            if deadline is not None and time.monotonic() > deadline:
+                raise WatchTimeout(f"group {group_id} is still {group.get('state')} after {timeout:.0f}s")
+            time.sleep(interval)
 
     def costs(self, project_id: str, *, start: str | None = None, end: str | None = None) -> dict[str, Any]:
         """What the project's jobs cost from ``start`` to ``end`` (``YYYY-MM-DD``; default: this month)."""

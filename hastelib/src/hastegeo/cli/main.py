@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from hastegeo.cli.client import ApiClient, CredentialToken
 from hastegeo.cli.credential import sign_in_credential
 from hastegeo.cli.exits import JOB_EXITS, ExitCode, Failure, explain, usage
+from hastegeo.cli.flags import parse_inputs, parse_params
 from hastegeo.cli.output import (
     JSON,
     TABLE,
@@ -65,29 +66,6 @@ def _client(args: argparse.Namespace) -> ApiClient:
     )
 
 
-def _parse_inputs(values: Sequence[str]) -> list[dict[str, str]]:
-    inputs = []
-    for value in values:
-        kind, sep, ref = value.partition(":")
-        if not sep or kind not in ("blob", "job"):
-            raise usage(f"--input takes blob:<name> or job:<id>, not {value!r}")
-        inputs.append({"blob": ref} if kind == "blob" else {"jobId": ref})
-    return inputs
-
-
-def _parse_params(values: Sequence[str]) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for value in values:
-        key, sep, raw = value.partition("=")
-        if not sep:
-            raise usage(f"--param takes key=value (value may be JSON), not {value!r}")
-        try:
-            params[key] = json.loads(raw)
-        except ValueError:
-            params[key] = raw
-    return params
-
-
 def read_request_file(name: str) -> dict[str, Any]:
     """The JSON object in file ``name`` (``-``: standard input); a usage failure naming what is wrong."""
     try:
@@ -120,8 +98,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         request = {
             "workload": args.workload,
             "projectId": args.project,
-            "inputs": _parse_inputs(args.input),
-            "parameters": _parse_params(args.param),
+            "inputs": parse_inputs(args.input),
+            "parameters": parse_params(args.param),
         }
         if args.backend:
             request["backend"] = args.backend
@@ -449,11 +427,13 @@ def build_parser(plugins: Iterable[Plugin] | None = None) -> argparse.ArgumentPa
     else:
         aml.register(commands)
     from hastegeo.cli.costs import register as register_costs
+    from hastegeo.cli.groups import register as register_groups
     from hastegeo.cli.prices import register as register_prices
     from hastegeo.doctor.cli import register as register_doctor
 
     register_prices(commands)
     register_costs(commands, _client)
+    register_groups(commands, _client)
     register_doctor(commands)
     registered: list[Plugin] = []
     for plugin in [*_entry_point_plugins(), *(plugins or ())]:

@@ -120,6 +120,14 @@ class GroupStore:
         names = [n for b in islice(blobs, size + 2) if (n := str(b.name).removeprefix(prefix)) != after]
         return names[:size], len(names) > size
 
+    def first_dependents(self, upstream: str, limit: int) -> tuple[list[str], bool]:
+        """At most ``limit`` of the jobs waiting for ``upstream`` (one listing call), and whether there are more."""
+        prefix = f"{AFTER}{upstream}/"
+        pages = self._container.list_blobs(name_starts_with=prefix, results_per_page=limit).by_page()
+        page = next(pages, None)
+        names = [str(b.name).removeprefix(prefix) for b in page] if page is not None else []
+        return names[:limit], bool(getattr(pages, "continuation_token", None)) or len(names) > limit
+
     def _read(self, group_id: str) -> tuple[Group, str]:
         try:
             downloader = self._container.download_blob(self.document_name(group_id))
