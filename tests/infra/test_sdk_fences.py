@@ -74,6 +74,7 @@ def test_a_local_job_process_loads_the_standard_library_and_the_node_only() -> N
     loaded = not_standard_library(modules_loaded_by("import hastegeo.compute.local_node.run"))
     own = {"hastegeo", "hastegeo.compute", "hastegeo.compute.context", "hastegeo.workdir"}
     own |= {"hastegeo.utils", "hastegeo.utils.files", "hastegeo.utils.priority", "hastegeo.utils.turns"}
+    own |= {"hastegeo.checkpoints", "hastegeo.checkpoints.layout"}  # the checkpoint folder's names (ADR 0044)
     foreign = sorted(name for name in loaded - own if not name.startswith("hastegeo.compute.local_node"))
     assert foreign == []
 
@@ -83,6 +84,8 @@ CATCHES_AZURE_ERRORS = {
     f"{COMPUTE}/retry.py": "the one retried, translated provider call",
     f"{COMPUTE}/local/adapter.py": "its own storage I/O, retried by the storage client (ADR 0028)",
     f"{COMPUTE}/service.py": "the outputs' blob copy: a missing blob is an answer, the storage client retries",
+    f"{COMPUTE}/azure_batch/logcopy.py": "the logs' blob copy (ADR 0045): a missing or raced blob is an answer",
+    f"{COMPUTE}/transfer.py": "a ranged blob read (ADR 0045): missing, or past the end (416), is an answer",
 }
 
 
