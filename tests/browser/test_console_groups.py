@@ -77,8 +77,10 @@ def test_a_group_with_a_failed_item_its_chart_its_items_and_what_waits_for_it(
     assert page.get_by_role("button", name="Cancel group…").count() == 0
     cost = api.get_group(group["id"])["cost"]  # what its items cost, from the project's totals (issue 41)
     shown = page.locator("dl.facts dt", has_text="cost").locator("xpath=following-sibling::dd[1]").inner_text()
-    assert cost is not None and cost["endedItems"] == 4, cost
-    assert shown != "–" and (cost["currency"] or "unknown") in shown, shown
+    assert cost is not None
+    assert cost["endedItems"] == 4, cost
+    assert shown != "–"
+    assert (cost["currency"] or "unknown") in shown, shown
     shoot(page, "group-completed-with-a-failure")
 
     # The jobs list of the group's items, in item order, and a state filter on them.
