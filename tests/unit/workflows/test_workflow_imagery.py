@@ -16,9 +16,9 @@ from pyproj import CRS, Transformer
 from shapely.geometry import box, shape
 
 from hastegeo.pipeline.progress import parse_line
+from hastegeo.utils.files import sha256_file
 from hastegeo.workloads._run.cog import inspect_cog
 from hastegeo.workloads._run.geo import WGS84, to_crs
-from hastegeo.workloads._run.harness import sha256_file
 from hastegeo.workloads._run.sample_data import SampleScene
 
 from .conftest import Job, RunJob

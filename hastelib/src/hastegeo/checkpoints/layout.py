@@ -12,7 +12,6 @@ and sha256: a restore that does not find exactly those bytes puts nothing back.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -142,14 +141,6 @@ def signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
             continue
         result.append((path.relative_to(folder).as_posix(), stat.st_size, stat.st_mtime_ns))
     return tuple(result)
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def describe(pointer: Pointer, own_job: str) -> str:

@@ -25,8 +25,8 @@ from hastegeo.checkpoints.layout import (
     Pointer,
     files_in,
     set_name,
-    sha256_of,
 )
+from hastegeo.utils.files import sha256_file
 
 if TYPE_CHECKING:
     from azure.storage.blob import ContainerClient
@@ -120,7 +120,7 @@ class CheckpointStore:
                 blob = self._container.get_blob_client(self._name(SETS, pointer.set_name, entry.name))
                 with target.open("wb") as handle:
                     blob.download_blob().readinto(handle)
-                if target.stat().st_size != entry.size or sha256_of(target) != entry.sha256:
+                if target.stat().st_size != entry.size or sha256_file(target) != entry.sha256:
                     raise RestoreError(f"{entry.name} in set {pointer.set_name} does not match its pointer")
             staging.mkdir(parents=True, exist_ok=True)
         except AzureError as exc:

@@ -10,6 +10,7 @@ behind. Standard library only: every local job's process imports it
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import threading
@@ -52,3 +53,12 @@ def read_json(path: Path) -> dict[str, Any] | None:
     except (FileNotFoundError, json.JSONDecodeError):
         return None
     return loaded if isinstance(loaded, dict) else None
+
+
+def sha256_file(path: Path) -> str:
+    """The file's SHA-256, hex, read a MiB at a time (outputs' manifests and checkpoint copies both check it)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

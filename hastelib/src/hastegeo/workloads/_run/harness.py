@@ -19,7 +19,6 @@ Batch's conventions keep working.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hastegeo.checkpoints.layout import DIR_VARIABLE, RESTORED_VARIABLE
-from hastegeo.utils.files import write_text
+from hastegeo.utils.files import sha256_file, write_text
 from hastegeo.utils.redaction import redact
 from hastegeo.workdir import LEGACY_WORKDIR_VARIABLE, WORKDIR_VARIABLE
 
@@ -123,14 +122,6 @@ class ProgressLog:
 
     def close(self) -> None:
         self._file.close()
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def iter_files(folder: Path) -> Iterator[Path]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import zipfile
 from typing import Any
 
+from hastegeo.utils.files import sha256_file
 from hastegeo.workloads._run.harness import (
     ProgressLog,
     Workdir,
     WorkloadError,
     iter_files,
     run_main,
-    sha256_file,
     write_manifest,
 )
 from hastegeo.workloads._run.params import read_params
