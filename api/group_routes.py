@@ -132,9 +132,7 @@ def _cost(api: Pipeline, group: Group) -> dict[str, Any] | None:
         return None
     end = (group.completed_at or api.deps.clock()).date()
     cost = totals.of_group(group.project_id, group.id, group.created_at.date(), max(end, group.created_at.date()))
-    counts = group.counts()
-    ended = counts["succeeded"] + counts["failed"] + counts["cancelled"]
-    return cost.view(ended=ended, complete=group.completed_at is not None)
+    return cost.view(ended=group.ended, complete=group.completed_at is not None)
 
 
 @bp.route(route="groups/{id}/cancel", methods=["POST"])

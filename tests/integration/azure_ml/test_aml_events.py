@@ -71,8 +71,10 @@ def test_an_event_repeated_or_about_another_workspace_job_changes_nothing() -> N
         aml.standin.set_status(f"haste-{job_id}", "Running")
         deliver_events(aml)
         # Azure ML says it ended, but the job still runs when the step asks: the event is not trusted.
-        event = json.loads(json.dumps({"eventType": "Microsoft.MachineLearningServices.RunCompleted"}))
-        event["data"] = {"runId": f"haste-{job_id}", "runTags": {"haste_job_id": job_id}}
+        event = {
+            "eventType": "Microsoft.MachineLearningServices.RunCompleted",
+            "data": {"runId": f"haste-{job_id}", "runTags": {"haste_job_id": job_id}},
+        }
         assert aml.runtime.provider_events.handle(json.dumps(event).encode()) == [job_id]
         assert aml.runtime.store.get(job_id).state is JobState.RUNNING
         # Not ours (no tag), malformed, or naming a job that does not exist: nothing happens, nothing raises.

@@ -187,6 +187,11 @@ class Group(_Model):
         return self.item_count - self.marks.count(NOT_MADE)
 
     @property
+    def ended(self) -> int:
+        """Items that ended (succeeded, failed or cancelled)."""
+        return sum(1 for mark in self.marks if mark in ENDED_MARKS)
+
+    @property
     def complete(self) -> bool:
         """Every item made and ended."""
         return all(mark in ENDED_MARKS for mark in self.marks)
@@ -218,7 +223,7 @@ class Group(_Model):
     def view(self) -> dict[str, Any]:
         """The JSON a client sees."""
         counts = self.counts()
-        ended = counts["succeeded"] + counts["failed"] + counts["cancelled"]
+        ended = self.ended
         state = "completed" if self.completed_at else ("cancelling" if self.cancel_requested else "open")
         return {
             "id": self.id,
