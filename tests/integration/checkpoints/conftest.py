@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -117,17 +116,6 @@ def epoch_log(runtime: Runtime, job: Job) -> list[str]:
     container = runtime.blobs.get_container_client(runtime.settings.storage.outputs_container)
     text = container.download_blob(f"jobs/{job.id}/logs/training_progress.log").readall().decode()
     return [line.split(" ", 1)[1] for line in text.splitlines() if line.split(" ", 1)[1].startswith("epoch ")]
-
-
-def training_s(runtime: Runtime, job: Job) -> float:
-    """How long the job's last attempt spent training: from its start on the data to its last epoch, as its
-    progress log stamps them (the process start and imports, which vary most on a busy machine, left out)."""
-    container = runtime.blobs.get_container_client(runtime.settings.storage.outputs_container)
-    lines = container.download_blob(f"jobs/{job.id}/logs/training_progress.log").readall().decode().splitlines()
-    stamps = {line.split(" ", 1)[1].split(":")[0].split(",")[0]: line.split(" ", 1)[0] for line in lines}
-    start = next(stamp for text, stamp in stamps.items() if text.startswith("training on"))
-    end = stamps[f"epoch {EPOCHS} of {EPOCHS}"]
-    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
 def wait_for(predicate: Any, timeout: float, what: str) -> None:

@@ -26,7 +26,6 @@ from .conftest import (
     model_of,
     put_scene,
     training_request,
-    training_s,
 )
 
 pytestmark = pytest.mark.azurite
@@ -62,5 +61,7 @@ def test_preempted_after_its_second_epoch_the_task_resumes_and_ends_with_the_sam
     assert epoch_lines(finished) == epoch_log(runtime, finished) == epoch_log(runtime, whole)[2:]
     assert len(epoch_log(runtime, whole)) == EPOCHS
     assert_same_model(model_of(runtime, finished), model_of(runtime, whole))
-    # Its run time shows it: the second run trained 6 epochs where the uninterrupted one trained 8.
-    assert training_s(runtime, finished) < training_s(runtime, whole)
+    # Its run shows it: the second attempt's training started at epoch 3, so it trained 6 epochs where the
+    # uninterrupted one trained 8. Counted from its own log, not timed: a wall-clock race between two runs
+    # on a shared machine is a benchmark's question (make bench), not a test's.
+    assert len(epoch_log(runtime, finished)) == EPOCHS - 2
