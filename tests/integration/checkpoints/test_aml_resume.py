@@ -135,3 +135,26 @@ def test_an_auto_job_moved_from_local_to_azure_ml_resumes_where_local_stopped(
     # Azure ML's run trained only the epochs local had not finished, with the losses an uninterrupted run had.
     assert epoch_log(runtime, finished) == epoch_log(runtime, whole)[first - 1 :]
     assert_same_model(model_of(runtime, finished), model_of(runtime, whole))
+
+
+def test_a_job_document_naming_another_projects_job_submits_nothing_to_azure_ml(
+    azurite: Azurite, unique: str, tmp_path: Path, scene: SampleScene, cluster: StandInCluster
+) -> None:
+    """The Azure ML case of ADR 0044's rule: the cluster's identity could read any job's copy, so the rule holds
+    before the adapter: whatever wrote the job document, no entity naming another project's checkpoint is built."""
+    runtime = aml_runtime(azurite, unique, tmp_path, cluster, "azure_ml")
+    try:
+        put_scene(runtime, scene, project="p2")
+        put_scene(runtime, scene)
+        theirs = runtime.acceptor.accept(parse_request(training_request(scene, "azure_ml", project="p2"))).job
+        mine = runtime.acceptor.accept(parse_request(training_request(scene, "azure_ml"))).job
+        runtime.store.update(mine.id, lambda job: job.model_copy(update={"resume_from": theirs.id}))
+        runtime.submit.handle(JobMessage(job_id=mine.id, kind="submit"))
+        failed = runtime.store.get(mine.id)
+    finally:
+        close(runtime)
+
+    assert failed.state is JobState.FAILED
+    assert f"resumeFrom: job {theirs.id} is not a job of project p1" in (failed.reason or ""), messages(failed)
+    assert cluster.client.count("jobs.create_or_update") == 0
+    assert cluster.runs == {}

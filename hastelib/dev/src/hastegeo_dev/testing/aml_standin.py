@@ -15,6 +15,9 @@ Scripting::
 
 ``client.calls`` lists ``(operation, name)`` in order, so tests assert that a
 resubmit made no second PUT or that a missing Environment was created once.
+
+Nothing runs a job unless a compute is attached: :class:`hastegeo_dev.testing.aml_compute.StandInCluster`
+runs each job created from then on as a real process (``state.on_create``).
 """
 
 from __future__ import annotations
