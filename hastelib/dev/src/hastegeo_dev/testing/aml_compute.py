@@ -35,6 +35,7 @@ from azure.storage.blob import BlobServiceClient
 from hastegeo.checkpoints.layout import COMPUTE_CLIENT_ID_VARIABLE
 from hastegeo.compute.azure_ml.entities import CONTAINER_WORKDIR
 from hastegeo.compute.transfer import download, download_prefix, upload
+from hastegeo.utils.errors import describe_exception
 from hastegeo.workloads._run.harness import iter_files
 from hastegeo_dev.testing.aml_standin import StandInMLClient
 from hastegeo_dev.testing.node import process_env, python_shim, stop_with_notice, wait_for_output
@@ -94,6 +95,13 @@ class StandInCluster:
     # -- one run -----------------------------------------------------------------------
 
     def _run(self, name: str, job: Any) -> None:
+        try:
+            self._run_once(name, job)
+        except Exception as exc:  # the compute's own failure ends the job, never leaves it running
+            self.client.set_status(name, "Failed", error=("StandInError", describe_exception(exc)))
+            raise
+
+    def _run_once(self, name: str, job: Any) -> None:
         with self._lock:
             self.runs[name] = self.runs.get(name, 0) + 1
             run = self._root / name / f"run-{self.runs[name]}"

@@ -7,8 +7,9 @@ by :mod:`.status`. Outputs are ``uri_folder`` mounts on the spec's blob prefix,
 so ``read_output`` reads that blob and finished jobs stay readable after
 their compute is gone. The job's runtime copies its checkpoint folder under
 the same prefix and puts it back before the next attempt (ADR 0044), so a
-retry or a fail-over onto Azure ML resumes as it does on Batch. Every SDK call goes through the one retried, translated
-call (:func:`.errors.aml_calls`), so errors leave this module as the project's own.
+retry or a fail-over onto Azure ML resumes as it does on Batch. Every SDK
+call goes through the one retried, translated call (:func:`.errors.aml_calls`),
+so errors leave this module as the project's own.
 
 What a submit decided that users should see — an Environment created on the
 fly, a run that uses a local code snapshot — is logged, kept in the handle's
