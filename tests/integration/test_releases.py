@@ -371,14 +371,29 @@ def test_the_groups_poison_line_says_what_each_kind_of_message_lost(
             "100); those still queued or running stay so: cancel them one by one"
         ),
         GroupMessage(group_id=running.id, kind="release").encode(): (
-            f"groups-make: gave up on releasing the jobs waiting for job {running.id} (from the first); its "
-            "upstream has not ended (or is gone): its end releases them"
+            f"groups-make: gave up on releasing the jobs waiting for job {running.id} (from the first); nothing "
+            "to re-arm: its upstream has not ended (its end releases them) or has no followers"
         ),
         "not json": "groups-make: gave up on a message that is not a group pointer: 'not json'",
     }
     with caplog.at_level(logging.ERROR, logger="hastegeo.pipeline.group_poison"):
         for text in messages:
             runtime.group_poison.handle(text)
-    assert [r.getMessage() for r in caplog.records if r.name == "hastegeo.pipeline.group_poison"] == list(
-        messages.values()
-    )
+    lines = [r.getMessage() for r in caplog.records if r.name == "hastegeo.pipeline.group_poison"]
+    assert lines == list(messages.values())
+    # Storage refuses the re-arm too: the line quotes the message to send again.
+    ended = accept_job(runtime)
+    run_until_ended(runtime, [ended.id])
+
+    def refusing(_: str) -> bool:
+        raise ServiceRequestError("storage went away")
+
+    runtime.deps.store.rearm = refusing  # type: ignore[method-assign]
+    release = GroupMessage(group_id=ended.id, kind="release").encode()
+    with caplog.at_level(logging.ERROR, logger="hastegeo.pipeline.group_poison"):
+        runtime.group_poison.handle(release)
+    line = caplog.records[-1].getMessage()
+    assert line.startswith(f"groups-make: gave up on releasing the jobs waiting for job {ended.id} (from the first); ")
+    assert "not re-armed (" in line
+    assert "storage went away" in line
+    assert line.endswith(f"send {release} to groups-make again")

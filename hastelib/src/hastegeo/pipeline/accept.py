@@ -362,8 +362,11 @@ class JobAcceptor:
         if stored is None:  # an earlier (or concurrent) request with the same key stored it
             return self._replay(deps.store.get(job_id), fingerprint)
         job = stored.job
-        if job.release_due:  # an upstream ended badly: it ends without running
-            job = Dependencies(deps).release(job.id) or job
+        if job.release_due:  # an upstream ended badly: it ends without running (or the next sweep ends it)
+            try:
+                job = Dependencies(deps).release(job.id) or job
+            except (AzureError, ConflictError) as exc:
+                log.info("job %s: not ended yet (%s); the reconciler's next pass ends it", job.id, exc)
         elif not job.waiting_for:
             self._send(job)
         meter.job_accepted(job)

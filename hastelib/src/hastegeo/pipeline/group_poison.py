@@ -63,7 +63,7 @@ class GroupPoisonStep:
         try:
             armed = Dependencies(self._deps).rearm(message.group_id)
         except (AzureError, HasteError) as exc:
-            return f"not re-armed ({describe_exception(exc)}): send the message again to {GROUPS_QUEUE}"
+            return f"not re-armed ({describe_exception(exc)}): send {message.encode()} to {GROUPS_QUEUE} again"
         if not armed:
-            return "its upstream has not ended (or is gone): its end releases them"
+            return "nothing to re-arm: its upstream has not ended (its end releases them) or has no followers"
         return "re-armed: the reconciler's next pass releases again the jobs still waiting"
