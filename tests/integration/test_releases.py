@@ -397,3 +397,35 @@ def test_the_groups_poison_line_says_what_each_kind_of_message_lost(
     assert "not re-armed (" in line
     assert "storage went away" in line
     assert line.endswith(f"send {release} to groups-make again")
+
+
+@pytest.mark.parametrize("grace_s", [after.STORING_GRACE_S, 0.0], ids=["young entry", "old entry"])
+def test_an_entry_whose_job_was_never_stored_keeps_its_upstream_due_only_for_a_while(
+    make_runtime: RuntimeFactory, monkeypatch: pytest.MonkeyPatch, grace_s: float
+) -> None:
+    """A request that died between its ``after/`` entry and its document leaves an entry nothing waits behind."""
+    monkeypatch.setattr(after, "STORING_GRACE_S", grace_s)
+    runtime = script_runtime(make_runtime)
+    upstream = accept_job(runtime)
+    waiting = accept_job(runtime, after=[upstream.id])
+    runtime.deps.groups.add_dependent(upstream.id, "1a00000000000000000dead0")  # type: ignore[union-attr]
+    run_until_ended(runtime, [upstream.id, waiting.id])
+    kept = upstream.id in {job.id for job in runtime.store.due(datetime.now(UTC))}
+    assert kept is (grace_s > 0)  # young, it may still be stored: the next pass looks again; old, passed over
+    assert runtime.store.get(waiting.id).state is JobState.SUCCEEDED
+
+
+def test_a_job_after_an_upstream_that_already_failed_ends_at_once_without_running(
+    make_runtime: RuntimeFactory,
+) -> None:
+    runtime = script_runtime(make_runtime)
+    upstream = accept_job(runtime, parameters={"script": FAIL})
+    run_until_ended(runtime, [upstream.id])
+    late = accept_job(runtime, after=[upstream.id])
+    assert late.state is JobState.FAILED
+    assert (late.reason or "").startswith(f"upstream job {upstream.id} failed: ")
+    stored = runtime.store.get(late.id)
+    assert stored.handle is None
+    assert not stored.release_due
+    assert [name for name in entries(runtime, "active/") if name.endswith(late.id)] == []  # retired
+    assert late.id not in {due.job_of(name) for name in entries(runtime, "due/")}

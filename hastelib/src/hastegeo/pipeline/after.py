@@ -25,8 +25,8 @@ Two windows a host could die in are closed here (ADR 0047, "Residual windows"):
   (``releaseDue``) when the upstream ended badly; one that ends after it lists the entry. Should its
   release find the entry without a document (the acceptor is between the two writes), the release is not
   done (:class:`NotStoredYet`): the upstream stays due for the next sweep, or, from a release chunk, is
-  re-armed (:meth:`Dependencies.rearm`). An entry still without a document :data:`STORING_GRACE_S` after
-  its upstream ended belonged to a request that died: it is passed over.
+  re-armed (:meth:`Dependencies.rearm`). An entry written more than :data:`STORING_GRACE_S` ago and still
+  without a document belonged to a request that died: it is passed over.
 - **A release message the host gave up on** (the groups queue's poison step) re-arms its upstream the same
   way, so the next sweep releases again what waits for it (a release repeated does nothing twice).
 """
@@ -43,6 +43,7 @@ from hastegeo.models.group import Group, is_group_id
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.store.groups import Listed
 from hastegeo.store.queues import GROUPS_QUEUE, SUBMIT_QUEUE, GroupMessage, JobMessage
 from hastegeo.utils.errors import ConflictError, InvalidJobError, JobNotFoundError
 
@@ -53,7 +54,7 @@ WAITING_DEADLINE = timedelta(days=30)
 INLINE = 10  # dependents an upstream's end releases itself; with more, it hands them to the queue in chunks
 CHUNK = 100  # dependents one delivery of a ``release`` message releases
 # A dependent's document follows its ``after/`` entry within one request: still missing this long after the
-# upstream ended, the request that wrote the entry died before storing the job, and nothing waits there.
+# entry was written, the request that wrote it died before storing the job, and nothing waits there.
 STORING_GRACE_S = 600.0
 
 
@@ -96,13 +97,6 @@ class Upstream:
             f"upstream group {self.id} ended with {counts['failed']} failed and {counts['cancelled']} cancelled{cause}"
         )
 
-    @property
-    def ended_at(self) -> datetime | None:
-        """When it ended (None: it has not, or it is gone)."""
-        if self.job is not None:
-            return self.job.finished_at if self.job.state.terminal else None
-        return None if self.group is None else self.group.completed_at
-
     def describe(self) -> str:
         if self.job is not None:
             return f"job {self.id} ({self.job.state.value})"
@@ -122,6 +116,7 @@ class Dependencies:
 
     def __init__(self, deps: PipelineDeps) -> None:
         self._deps = deps
+        self._written: dict[str, datetime | None] = {}  # when the entries this object listed were written
         self._unstored: set[str] = set()
 
     def read(self, upstream_id: str) -> Upstream | None:
@@ -174,12 +169,11 @@ class Dependencies:
                 looked.append(self.read(upstream.id) or upstream)
         return looked
 
-    def upstream_ended(self, upstream_id: str, *, flagged: bool = True, ended_at: datetime | None = None) -> None:
+    def upstream_ended(self, upstream_id: str, *, flagged: bool = True) -> None:
         """Release every job waiting for ``upstream_id`` (a job or group that has just ended): up to
         :data:`INLINE` here, more through one ``release`` message (its chunks follow one another).
 
         ``flagged``: the upstream may have dependents (a job's ``hasDependents``; a group always may).
-        ``ended_at``: when it ended (None: read it, should that be needed).
 
         Raises:
             NotStoredYet: a dependent listed is not stored yet (the caller keeps the upstream for the next sweep).
@@ -188,31 +182,34 @@ class Dependencies:
         groups = self._deps.groups
         if groups is None or not flagged:
             return
-        dependents, more = groups.dependents(upstream_id, size=INLINE)
+        listed, more = groups.dependents(upstream_id, size=INLINE)
         if more:
             self._deps.queues.send_text(GROUPS_QUEUE, GroupMessage(group_id=upstream_id, kind="release").encode())
             return
-        for dependent in dependents:
+        for dependent in self._listed(listed):
             self.release(dependent)
-        unstored = self.pending(upstream_id, ended_at)
+        unstored = self.pending(upstream_id)
         if unstored:
             raise NotStoredYet(f"jobs {', '.join(unstored)} waiting for {upstream_id} are not stored yet")
 
-    def pending(self, upstream_id: str, ended_at: datetime | None = None) -> list[str]:
+    def _listed(self, listed: list[Listed]) -> list[str]:
+        self._written.update(listed)
+        return [entry.job_id for entry in listed]
+
+    def pending(self, upstream_id: str) -> list[str]:
         """The dependents this object's releases found listed and not stored that may still be: their request
-        may be between the entry and the document. Empty once ``upstream_id`` ended :data:`STORING_GRACE_S` ago
-        (those requests died; logged). Reads the upstream only when some were found and ``ended_at`` is None.
-        """
-        if not self._unstored:
-            return []
-        unstored = sorted(self._unstored)
-        if ended_at is None:
-            upstream = self.read(upstream_id)
-            ended_at = None if upstream is None else upstream.ended_at
-        if ended_at is not None and (self._deps.clock() - ended_at).total_seconds() > STORING_GRACE_S:
-            log.info("after: %s listed as waiting for %s, never stored; passed over", ", ".join(unstored), upstream_id)
-            return []
-        return unstored
+        may be between its entry and its document. One whose entry was written more than
+        :data:`STORING_GRACE_S` ago belonged to a request that died; it is passed over (logged)."""
+        now = self._deps.clock()
+        young: list[str] = []
+        dead: list[str] = []
+        for job_id in sorted(self._unstored):
+            written = self._written.get(job_id)
+            old = written is not None and (now - written).total_seconds() > STORING_GRACE_S
+            (dead if old else young).append(job_id)
+        if dead:
+            log.info("after: %s listed as waiting for %s, never stored; passed over", ", ".join(dead), upstream_id)
+        return young
 
     def rearm(self, upstream_id: str) -> bool:
         """Have the next sweep release again the jobs waiting for ``upstream_id``, an upstream that ended: a
@@ -234,7 +231,8 @@ class Dependencies:
         """The next :data:`CHUNK` jobs waiting for ``upstream_id`` after ``resume_after``, and the message of
         the chunk after them (None: the last)."""
         assert self._deps.groups is not None
-        dependents, more = self._deps.groups.dependents(upstream_id, after=resume_after, size=CHUNK)
+        listed, more = self._deps.groups.dependents(upstream_id, after=resume_after, size=CHUNK)
+        dependents = self._listed(listed)
         following = GroupMessage(group_id=upstream_id, kind="release", resume_after=dependents[-1]) if more else None
         return dependents, following
 
@@ -260,7 +258,8 @@ class Dependencies:
             if current.state is not JobState.QUEUED or current.waiting_for != job.waiting_for:
                 return None
             if bad is not None:
-                return deps.event(current, f"ended without running: {bad}", SOURCE, JobState.FAILED, reason=bad)
+                ending = f"ended without running: {bad}"
+                return deps.event(current, ending, SOURCE, JobState.FAILED, reason=bad, release_due=False)
             if left == current.waiting_for:  # due at once for an upstream that ended badly, retried since
                 return current.model_copy(update={"release_due": False}) if current.release_due else None
             if left:

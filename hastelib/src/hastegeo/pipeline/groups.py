@@ -341,7 +341,7 @@ class GroupSteps:
         if job.group_id is not None and job.group_index is not None and MARKS[previous] != MARKS[job.state]:
             self._mark(job)
         if job.state.terminal:
-            Dependencies(self._deps).upstream_ended(job.id, flagged=job.has_dependents, ended_at=job.finished_at)
+            Dependencies(self._deps).upstream_ended(job.id, flagged=job.has_dependents)
 
     def _mark(self, job: Job) -> None:
         """Write item ``job``'s state into its group. Raises AzureError, ConflictError: not marked (the item
@@ -388,7 +388,7 @@ class GroupSteps:
         open, and the reconciler's pass releases it again (a crash, a dependent not stored yet, or a release
         message the host gave up on re-armed it: ADR 0047)."""
         try:
-            Dependencies(self._deps).upstream_ended(group.id, ended_at=group.completed_at)
+            Dependencies(self._deps).upstream_ended(group.id)
         except (AzureError, ConflictError) as exc:
             log.info("group %s: what waits for it not all released (%s); the reconciler does", group.id, exc)
             return
@@ -412,7 +412,7 @@ class GroupSteps:
                 if job.state is JobState.QUEUED and job.waiting_for:
                     after.release(job.id)
                 elif job.state.terminal:
-                    after.upstream_ended(job.id, flagged=job.has_dependents, ended_at=job.finished_at)
+                    after.upstream_ended(job.id, flagged=job.has_dependents)
             except (AzureError, ConflictError) as exc:
                 log.info("repair: the followers of job %s not done (%s)", job.id, type(exc).__name__)
                 undone.add(job.id)
