@@ -29,7 +29,7 @@ from hastegeo.pipeline.after import WAITING_DEADLINE, Dependencies
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.profiles import DEFAULT_PROFILE
 from hastegeo.store import due
-from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
+from hastegeo.store.queues import ITEMS_SUBMIT_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import ConflictError, HasteError, InvalidJobError, describe_exception
@@ -380,8 +380,9 @@ class JobAcceptor:
         without an Idempotency-Key to submit a second job, and one with a key would get back
         the job this request stored, no sooner started.
         """
+        queue = SUBMIT_QUEUE if job.group_id is None else ITEMS_SUBMIT_QUEUE  # a group's items: their own line
         try:
-            self._deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=job.id, kind="submit"))
+            self._deps.queues.send(queue, JobMessage(job_id=job.id, kind="submit"))
         except AzureError as exc:
             log.warning(
                 "job %s is stored but its submit message was not sent (%s); the reconciler sends it",
