@@ -80,8 +80,8 @@ def provider_events_trigger(msg: func.QueueMessage) -> None:
 
 @bp.queue_trigger(arg_name="msg", queue_name=GROUPS_QUEUE + POISON_SUFFIX, connection=CONNECTION)
 def groups_poison_trigger(msg: func.QueueMessage) -> None:
-    # The reconciler sends a make message again for a group left half made; nothing else to do.
-    log.error("%s: gave up on %.200r; the reconciler resumes the group", GROUPS_QUEUE, msg.get_body())
+    # One line saying what was lost; a release is re-armed for the reconciler's next pass (ADR 0047).
+    get_runtime().group_poison.handle(msg.get_body().decode("utf-8", errors="replace"))
 
 
 @bp.queue_trigger(arg_name="msg", queue_name=SUBMIT_QUEUE + POISON_SUFFIX, connection=CONNECTION)

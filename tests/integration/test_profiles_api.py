@@ -63,8 +63,7 @@ def test_a_profile_the_backend_does_not_offer_is_a_400_naming_profile_and_nothin
     )
     assert (status, response.mimetype) == (400, "application/problem+json")
     assert errors_of(body) == {
-        "profile": "'gpu-t4-spot' is not offered to 'artifacts' workloads on local; "
-        "allowed: default, cpu-small"
+        "profile": "'gpu-t4-spot' is not offered to 'artifacts' workloads on local; allowed: default, cpu-small"
     }
     status, body, _ = call("submit_job", "POST", "/api/jobs", {**VALID, "profile": "gpu-a100"})  # auto
     assert status == 400
