@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from hastegeo.pipeline.accept import parse_request
@@ -39,6 +39,7 @@ from hastegeo_dev.testing.aml_standin import StandInMLClient
 from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.bench import storage_calls
 from tests.support.aml import AML_SETTINGS
+from tests.support.clock import Clock
 from tests.support.runtime import development_runtime
 
 FROM_MIN, TO_MIN = 10, 70  # "once they have run for ten minutes", over the hour after
@@ -61,29 +62,13 @@ class FollowCost:
         return self.polls / self.minutes
 
 
-class Clock:
-    """The pipeline's clock, moved by the bench: a poll's due time arrives at once."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @contextmanager
 def batch(azurite: Azurite, clock: Clock) -> Iterator[tuple[Runtime, Callable[[str], None]]]:
     service = BatchTestService(azurite.connection_string).start()
     env = {
         "AzureWebJobsStorage": azurite.connection_string,
         "HASTE_BACKENDS_ENABLED": "azure_batch",
-        "BATCH_ACCOUNT_URL": service.url,
-        "BATCH_AUTH_MODE": "shared_key",
-        "BATCH_ACCOUNT_NAME": service.account_name,
-        "BATCH_ACCOUNT_KEY": service.account_key,
-        "BATCH_POOLS": "artifacts=cpu-pool",
-        "BATCH_IMAGES": "artifacts=haste/geo:1",
-        "BATCH_IDENTITY_RESOURCE_ID": "/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/x",
+        **service.settings(("artifacts",)),
     }
     runtime = development_runtime(load_settings(env), clock=clock, sleep=lambda _: None)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
+from tests.support.clock import Clock
 from tests.support.runtime import development_runtime
 
 from .conftest import drive, put_input, request
@@ -29,14 +30,6 @@ from .conftest import drive, put_input, request
 pytestmark = pytest.mark.azurite
 POOL = "cpu-pool"
 QUOTA = "The specified account has reached VM core quota for family standardDSv3Family."
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @contextmanager

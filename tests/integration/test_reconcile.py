@@ -6,7 +6,7 @@ import dataclasses
 import logging
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import ClassVar
 
@@ -29,23 +29,13 @@ from hastegeo.settings.load import load_settings
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from tests.conftest import RuntimeFactory
+from tests.support.clock import Clock
 from tests.support.processors import ScriptProcessor
 from tests.support.runtime import development_runtime
 
 from .conftest import drive, request
 
 pytestmark = pytest.mark.azurite
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
@@ -20,6 +20,7 @@ from hastegeo.runtime import Runtime
 from hastegeo.store.queues import POLL_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry.tracer import TRACER, trace_id_of
 from tests.conftest import RuntimeFactory
+from tests.support.clock import Clock
 from tests.support.processors import FAIL, ScriptProcessor
 from tests.support.runtime import development_runtime
 from tests.telemetry_support import recording
@@ -124,14 +125,6 @@ def test_each_failure_is_counted_by_its_reason_class_and_its_span_says_why(make_
         assert failed[0].status.description == runtime.store.get(job_id).reason
     assert "code 3" in str(runtime.store.get(failing).reason)
     assert seen.counted("haste.jobs.failed") == 3
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def test_the_reconciler_keeps_jobs_in_their_traces_counts_its_findings_and_logs_a_repeat_once(
