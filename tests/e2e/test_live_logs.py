@@ -249,3 +249,32 @@ def test_an_azure_ml_jobs_log_by_offset_through_the_api_and_the_cli(
     assert code == 1  # the job failed: the CLI exits as watch does
     assert printed == (FIRST + REST).replace(KEY, "[REDACTED]") + "exit 0"  # its last line, once it ended
     assert_redacted(printed)
+
+
+def test_a_follower_neither_misses_nor_repeats_a_line_when_the_batch_task_is_requeued(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The node is preempted mid-job: the second run's stdout starts from nothing, the offsets go on."""
+    stack.batch.faults.preempt_on_output("line 4", path="../stdout.txt", notice_s=0.2)
+    job_id = submit(stack, "azure_batch")
+    first = read_while_running(stack, job_id)
+    stack.release.touch()  # the first run prints the rest, and its node is preempted at once: never read
+    (batch_job,) = stack.batch.engine.jobs
+    until(lambda: {"requeues": stack.batch.task(batch_job, batch_job).requeue_count}, lambda seen: seen["requeues"] > 0)
+    crossing = stack.client.logs(job_id, "stdout", first["nextOffset"])
+    assert crossing["text"] == "--- attempt 2 (requeued onto another node) ---\n"
+    second = crossing["nextOffset"]
+    assert second > first["nextOffset"]  # a position of the second run: offsets only grow
+    # The follower goes on from there: the second run's whole output, once, and the end.
+    text, part = [], {"nextOffset": second, "ended": False}
+    while not part["ended"]:
+        at = part["nextOffset"]
+        part = until(lambda at=at: stack.client.logs(job_id, "stdout", at), lambda p: p["text"] or p["ended"])
+        text.append(part["text"])
+    assert "".join(text) == (FIRST + REST).replace(KEY, "[REDACTED]")
+    # A reader that starts at 0 after the end (the CLI) reads the same: what the first run's readers got,
+    # the separator, the second run.
+    code, printed = follow_with_the_cli(stack, job_id, capsys)
+    assert code == 0
+    assert printed == first["text"] + crossing["text"] + "".join(text)
+    assert_redacted(printed)
