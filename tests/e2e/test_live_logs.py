@@ -278,3 +278,19 @@ def test_a_follower_neither_misses_nor_repeats_a_line_when_the_batch_task_is_req
     assert code == 0
     assert printed == first["text"] + crossing["text"] + "".join(text)
     assert_redacted(printed)
+
+
+def test_an_azure_ml_jobs_stdout_and_stderr_are_read_apart_once_its_runtime_writes_them(stack: Stack) -> None:
+    job_id = submit(stack, "azure_ml")
+    name = f"haste-{job_id}"
+    until(lambda: {"known": name in stack.standin.state.jobs}, lambda seen: bool(seen["known"]))
+    stack.standin.set_status(name, "Running")
+    until(lambda: stack.client.get(job_id), lambda job: job["state"] == "running")
+    stack.standin.write_log(name, (FIRST + ERR).encode(), stack.logs)  # run history's one log: both streams
+    outputs = get_settings().storage.outputs_container
+    for stream, text in (("stdout", FIRST), ("stderr", ERR)):  # as the job's command writes them through its mount
+        stack.blobs.get_blob_client(outputs, f"jobs/{job_id}/logs/{stream}.txt").upload_blob(text.encode())
+    out = stack.client.logs(job_id, "stdout", 0)
+    err = stack.client.logs(job_id, "stderr", 0)
+    assert (out["text"], out["source"]) == (FIRST.replace(KEY, "[REDACTED]"), "backend")
+    assert (err["text"], err["source"]) == (ERR.replace(SIGNATURE, "[REDACTED]"), "backend")
