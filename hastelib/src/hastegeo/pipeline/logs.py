@@ -1,11 +1,12 @@
 """A job's stdout or stderr by offset, while it runs and after it ended (docs/adr/0045).
 
-The backend's own copy answers first (:meth:`ExecutionService.read_output_tail`: the local
-job's file, the Batch node by byte range, Azure ML's job log); when it cannot, the blob copy
-under the job's output prefix does (a Batch node that is gone, a local job cleaned up after
-its end). Both are the same bytes, so an offset means the same in either, and a reader may
-move between them from one call to the next. What goes out is whole lines, redacted
-(:mod:`hastegeo.compute.logtext`).
+The backend's own copy answers first (:meth:`ExecutionService.read_stream`: the local
+job's file, the Batch node by run and byte range, Azure ML's stream file or job log); when it
+cannot, the blob copy under the job's output prefix does (a Batch node that is gone, a local job
+cleaned up after its end). Both are the same bytes, so an offset means the same in either, and a
+reader may move between them from one call to the next. An offset also names the run it belongs
+to (:mod:`hastegeo.compute.logposition`): a requeue, a retry or a fail-over starts a new one.
+What goes out is whole lines, redacted (:mod:`hastegeo.compute.logtext`).
 
 Nothing here runs unless someone reads: the pipeline's storage calls per job are unchanged.
 """
