@@ -92,8 +92,8 @@ class JobLogs:
         path = STREAMS[stream]
         at = Position.of(offset)
         stages = [*job.backends_left, job.backend]
-        if at.stage >= len(stages):  # no such stage (yet): nothing to read there
-            return self._page(job, stream, at, LogPart("", at.byte), at, ended=False, source="none")
+        if at.stage >= len(stages):  # no such stage (a position from nowhere): nothing to read there
+            return self._page(job, stream, at, LogPart("", at.byte), at, ended=job.state.terminal, source="none")
         output = job.handle.output if job.handle is not None else self._output_of(job.id)
         backend = stages[at.stage]
         if at.stage < len(stages) - 1:  # a backend the job left: its runs are over, only their copies remain
