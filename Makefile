@@ -106,7 +106,7 @@ bench: install ## Bare subprocess vs untraced vs traced pipeline (JOBS=200, BENC
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.fairness_bench --jobs $${FAIR_JOBS:-1000} --group-items $${FAIR_GROUP_ITEMS:-1000}
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.group_bench --items $${GROUP_ITEMS:-1000} --large $${GROUP_LARGE:-10000}
 
-bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES), then following 1,000 / 10,000 running ones (SCALE_RUNNING), then how soon an end is seen per backend (NOTICE_JOBS)
+bench-scale: install ## Store costs with 1,000 / 10,000 / 100,000 finished jobs (SCALE_SIZES), then following 1,000 / 10,000 running ones (SCALE_RUNNING; a Batch and an Azure ML job followed for an hour), then how soon an end is seen per backend (NOTICE_JOBS)
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.scale_bench --sizes $${SCALE_SIZES:-1000 10000 100000} --running $${SCALE_RUNNING:-1000 10000}
 	$(KEEP_BYTECODE) $(PY) -m tests.bench.notice_bench --jobs $${NOTICE_JOBS:-20}
 

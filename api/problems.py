@@ -39,8 +39,11 @@ def problem(
     body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status}
     if detail:
         body["detail"] = redact(detail)
-    if errors:
-        body["errors"] = [{"field": field, "message": redact(message)} for field, message in errors]
+    if errors:  # a message that starts with its field (an exception's own text) does not say it twice
+        body["errors"] = [
+            {"field": field, "message": redact(message.removeprefix(f"{field}: ") if field else message)}
+            for field, message in errors
+        ]
     return func.HttpResponse(json.dumps(body), status_code=status, mimetype=PROBLEM_TYPE, headers=dict(headers or {}))
 
 

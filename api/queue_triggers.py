@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from hastegeo.runtime import get_runtime
 from hastegeo.store.queues import (
     GROUPS_QUEUE,
+    ITEMS_SUBMIT_QUEUE,
     POISON_SUFFIX,
     POLL_QUEUE,
     PROVIDER_EVENTS_QUEUE,
@@ -36,6 +37,14 @@ def _pointer(msg: func.QueueMessage, queue: str) -> JobMessage | None:
 @bp.queue_trigger(arg_name="msg", queue_name=SUBMIT_QUEUE, connection=CONNECTION)
 def submit_trigger(msg: func.QueueMessage) -> None:
     message = _pointer(msg, SUBMIT_QUEUE)
+    if message is not None:
+        get_runtime().submit.handle(message)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=ITEMS_SUBMIT_QUEUE, connection=CONNECTION)
+def items_submit_trigger(msg: func.QueueMessage) -> None:
+    # A group item's first submit: the same step, read beside jobs-submit rather than ahead of it (ADR 0040).
+    message = _pointer(msg, ITEMS_SUBMIT_QUEUE)
     if message is not None:
         get_runtime().submit.handle(message)
 
@@ -71,13 +80,18 @@ def provider_events_trigger(msg: func.QueueMessage) -> None:
 
 @bp.queue_trigger(arg_name="msg", queue_name=GROUPS_QUEUE + POISON_SUFFIX, connection=CONNECTION)
 def groups_poison_trigger(msg: func.QueueMessage) -> None:
-    # The reconciler sends a make message again for a group left half made; nothing else to do.
-    log.error("%s: gave up on %.200r; the reconciler resumes the group", GROUPS_QUEUE, msg.get_body())
+    # One line saying what was lost; a release is re-armed for the reconciler's next pass (ADR 0047).
+    get_runtime().group_poison.handle(msg.get_body().decode("utf-8", errors="replace"))
 
 
 @bp.queue_trigger(arg_name="msg", queue_name=SUBMIT_QUEUE + POISON_SUFFIX, connection=CONNECTION)
 def submit_poison_trigger(msg: func.QueueMessage) -> None:
     get_runtime().poison.handle(msg.get_body().decode("utf-8", errors="replace"), SUBMIT_QUEUE)
+
+
+@bp.queue_trigger(arg_name="msg", queue_name=ITEMS_SUBMIT_QUEUE + POISON_SUFFIX, connection=CONNECTION)
+def items_submit_poison_trigger(msg: func.QueueMessage) -> None:
+    get_runtime().poison.handle(msg.get_body().decode("utf-8", errors="replace"), ITEMS_SUBMIT_QUEUE)
 
 
 @bp.queue_trigger(arg_name="msg", queue_name=POLL_QUEUE + POISON_SUFFIX, connection=CONNECTION)

@@ -108,7 +108,7 @@ resource appBlobOwner 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
 }
 
 // Who: the Functions app. Why: queue triggers read and delete messages of jobs-submit,
-// jobs-poll, jobs-requests, groups-make and their poison queues; the API and triggers enqueue.
+// jobs-poll, jobs-requests, groups-make, groups-submit and their poison queues; the API and triggers enqueue.
 resource appQueueContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   scope: storage
   name: guid(storage.id, functionPrincipalId, role.storageQueueDataContributor)

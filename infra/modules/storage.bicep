@@ -20,19 +20,21 @@ param browserReadOrigins array = []
 // jobs-submit; upstream services drop requests on jobs-requests; the host moves a message
 // to <queue>-poison after maxDequeueCount failures. jobs-events carries the job events to
 // consumers outside the app (docs/events.md); no trigger reads it. groups-make carries the
-// chunks of a job group's items to make or cancel (ADR 0040). provider-events receives Azure ML's
+// chunks of a job group's items to make or cancel (ADR 0040), groups-submit their items' first submit messages. provider-events receives Azure ML's
 // run events from the workspace's Event Grid subscription (amlEvents.bicep, ADR 0048).
 var queues = [
   'jobs-submit'
   'jobs-poll'
   'jobs-requests'
   'groups-make'
+  'groups-submit'
   'provider-events'
   'jobs-events'
   'jobs-submit-poison'
   'jobs-poll-poison'
   'jobs-requests-poison'
   'groups-make-poison'
+  'groups-submit-poison'
   'provider-events-poison'
 ]
 // Flex Consumption reads the app package from this container.

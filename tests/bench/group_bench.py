@@ -50,6 +50,7 @@ from tests.bench.pipeline_bench import bench_stack
 BENCH = Path(storage_calls.__file__).parent
 SLOTS = 4
 INPUT = "bench/input.txt"
+OTHER_INPUT = "other/input.txt"
 TERMINAL_STATES = frozenset(state for state in JobState if state.terminal)
 BODY: dict[str, Any] = {"workload": "artifacts", "projectId": "bench", "inputs": [{"blob": INPUT}]}
 
@@ -171,7 +172,7 @@ def group_fairness(items: int, workdir: Path) -> GroupFairness:
         group_id = str(answer["id"])
         until(lambda: groups.get(group_id).counts()["succeeded"] >= SLOTS * 2, timeout=600.0, every=0.2)
         submitted = time.time()
-        b = str(client.submit({**BODY, "projectId": "other"})["id"])
+        b = str(client.submit({**BODY, "projectId": "other", "inputs": [{"blob": OTHER_INPUT}]})["id"])
         root = Path(stack.env["HASTE_LOCAL_ROOT"])
         until(lambda: started_at(root, b) is not None, timeout=300.0, every=0.05)
         b_started = started_at(root, b)
@@ -236,7 +237,8 @@ def in_process(count: int, workdir: Path, *, as_group: bool) -> Figures:
 
 def clients(stack: LocalStack) -> tuple[ApiClient, JobStore, GroupStore]:
     blobs = BlobServiceClient.from_connection_string(stack.azurite.connection_string)
-    blobs.get_container_client("haste-inputs").upload_blob(INPUT, b"x" * 512, overwrite=True)
+    for name in (INPUT, OTHER_INPUT):  # each project reads its own folder
+        blobs.get_container_client("haste-inputs").upload_blob(name, b"x" * 512, overwrite=True)
     jobs = blobs.get_container_client("haste-jobs")
     return ApiClient(stack.base_url, timeout=120), JobStore(jobs), GroupStore(jobs)
 

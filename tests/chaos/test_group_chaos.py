@@ -1,10 +1,12 @@
 """Crashes at the worst moments of groups and dependencies (ADR 0040, ADR 0047), in process, like
 test_crash_points: the host dies while a group's items are being made, and between an upstream
-job's end and its dependents' release. The messages come back, the reconciler sweeps, and every
-item is made once and run once, every dependent released (or ended without running) once."""
+job's end and its dependents' release (one release chunk crashing on every delivery, until the host
+gives up on it and its poison step re-arms the release). The messages come back, the reconciler sweeps,
+and every item is made once and run once, every dependent released (or ended without running) once."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,14 +33,17 @@ __all__ = ["runtime"]  # the fixture, shared with test_crash_points
 BODY = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
 RELEASED = "everything it waited for succeeded; submitting"
 TIMEOUT_S = 60.0 + 5.0 * CHAOS_JOBS  # make chaos (CHAOS_JOBS=100) runs 150 items and 100 dependents
+MAX_DEQUEUE = 5  # host.json's maxDequeueCount: deliveries of a message before the host gives up on it
 
 
 class GroupsQueue:
     """The groups queue's messages as the pipeline sends them (they still go to the queue, shared with other
-    tests), delivered here in order, each until a delivery survives."""
+    tests), delivered here in order, each until a delivery survives, or handed to the poison step after
+    :data:`MAX_DEQUEUE` deliveries that crashed, as the host does."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.sent: list[GroupMessage] = []
+        self.poisoned: list[GroupMessage] = []
         self.delivered = 0
         self._runtime = runtime
         send = runtime.deps.queues.send_text
@@ -54,7 +59,13 @@ class GroupsQueue:
     def pump(self) -> None:
         while self.delivered < len(self.sent):  # the list grows as deliveries send the next chunk's message
             message = self.sent[self.delivered]
-            redeliver(self._runtime.groups.handle, message)
+            for _ in range(MAX_DEQUEUE):
+                with contextlib.suppress(Crash):
+                    self._runtime.groups.handle(message)
+                    break
+            else:  # the host gives up: the groups-make-poison trigger
+                self._runtime.group_poison.handle(message.encode())
+                self.poisoned.append(message)
             self.delivered += 1
 
 
@@ -130,8 +141,9 @@ def documents_of(runtime: Runtime, group: Group) -> list[str]:
 def test_host_killed_between_an_upstream_end_and_its_dependents_release(
     runtime: Runtime, tmp_path: Path, outcome: Outcome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(after, "CHUNK", max(3, CHAOS_JOBS // 4))
-    for name in ("upstream_ended", "release"):  # the crash points below are undone after the test
+    chunk = max(3, CHAOS_JOBS // 4)
+    monkeypatch.setattr(after, "CHUNK", chunk)
+    for name in ("upstream_ended", "release", "chunk"):  # the crash points below are undone after the test
         monkeypatch.setattr(Dependencies, name, getattr(Dependencies, name))
     queue = GroupsQueue(runtime)
 
@@ -151,6 +163,13 @@ def test_host_killed_between_an_upstream_end_and_its_dependents_release(
         Dependencies, "upstream_ended", lambda self, job_id, **_: job_id, before=True, only=set(upstreams)
     )
     released = crash_once(Dependencies, "release", lambda self, job_id: job_id, before=False, only={many[-1]})
+    # And the second release chunk of the first upstream crashes on every delivery: the host gives up on it,
+    # and its poison step re-arms the upstream for the next sweep (ADR 0047).
+    second = f"{top}/{sorted(many)[chunk - 1]}"
+    for _ in range(MAX_DEQUEUE):
+        crash_once(
+            Dependencies, "chunk", lambda self, upstream, marker: f"{upstream}/{marker}", before=True, only={second}
+        )
     with pytest.raises(Crash):
         runtime.cancel.cancel(doomed)
     waiting = [*many, chained, *orphans, grand]
@@ -168,6 +187,7 @@ def test_host_killed_between_an_upstream_end_and_its_dependents_release(
         drive(runtime, [j for j in everything if ready(runtime, j)], queue)
     assert ended == set(upstreams)
     assert released == {many[-1]}
+    assert queue.poisoned == [GroupMessage(group_id=top, kind="release", resume_after=sorted(many)[chunk - 1])]
     finals = {job_id: runtime.store.get(job_id) for job_id in everything}
     for job_id in [*many, chained]:
         history = [e.message for e in finals[job_id].history]

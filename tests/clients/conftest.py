@@ -166,7 +166,7 @@ class GroupSteps:
 
     The clients' host serves HTTP only (its queues stay still, so every answer is known); a group's items
     become jobs (and are cancelled) in that step, so the test runs it between the clients' calls, chunk
-    after chunk, in a runtime over the same storage. The items' own submits stay on ``jobs-submit``.
+    after chunk, in a runtime over the same storage. The items' own submits stay on ``groups-submit``.
     """
 
     def __init__(self, stack: LocalStack) -> None:

@@ -201,7 +201,7 @@ def test_cors_preflight_follows_the_settings(stack: LocalStack) -> None:
 def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
     from azure.storage.queue import QueueClient
 
-    from hastegeo.store.queues import JobMessage
+    from hastegeo.store.queues import GroupMessage, JobMessage
 
     client = ApiClient(stack.base_url)
     connection = stack.azurite.connection_string
@@ -237,6 +237,14 @@ def test_poison_and_upstream_queues_through_the_host(stack: LocalStack) -> None:
     final = wait_all(client, [stranded.id])[stranded.id]
     assert final["state"] == "failed"
     assert final["reason"] == "gave up after repeated failures of the submit step; last error: ServerBusy: try later"
+    # A groups message the host gave up on fails no job: its trigger says what was lost, with the ids.
+    QueueClient.from_connection_string(connection, "groups-make-poison").send_message(
+        GroupMessage(group_id=stranded.id, kind="release").encode()
+    )
+    line = f"groups-make: gave up on releasing the jobs waiting for job {stranded.id} (from the first); "
+    while line not in (stack.workdir / "host.log").read_text():
+        assert time.monotonic() < deadline + 30
+        time.sleep(0.2)
 
 
 def test_the_dev_principal_is_injected_and_an_explicit_outsider_sees_a_404(stack: LocalStack) -> None:

@@ -20,7 +20,7 @@ from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import GroupSlot, RequestRejected, parse_request
 from hastegeo.pipeline.groups import CHUNK, parse_group
 from hastegeo.runtime import Runtime
-from hastegeo.store.queues import EVENTS_QUEUE, GroupMessage, JobMessage
+from hastegeo.store.queues import EVENTS_QUEUE, ITEMS_SUBMIT_QUEUE, SUBMIT_QUEUE, GroupMessage, JobMessage
 from hastegeo.utils.errors import InvalidJobError
 from tests.conftest import RuntimeFactory
 from tests.support.processors import FAIL, ScriptProcessor
@@ -130,6 +130,25 @@ def test_a_group_runs_its_items_as_jobs_and_counts_them_once(make_runtime: Runti
     assert again.counts()["succeeded"] == 4
     assert again.counts()["failed"] == 1
     assert again.completed_at is not None
+
+
+def test_a_groups_items_are_submitted_from_their_own_queue_so_a_single_job_is_not_read_behind_them(
+    make_runtime: RuntimeFactory,
+) -> None:
+    """Fair share starts when a job's submit is read: a single job's must not wait behind a large group's items."""
+    runtime = script_runtime(make_runtime)
+    for queue in (SUBMIT_QUEUE, ITEMS_SUBMIT_QUEUE):  # the queues are the worker's: earlier tests leave messages
+        runtime.queues.client(queue).clear_messages()
+    group, _ = runtime.groups.accept(parse_group(group_body(3)))
+    make_items(runtime, group.id)
+    single = accept_job(runtime)
+
+    def waiting_on(queue: str) -> list[str]:
+        messages = runtime.queues.client(queue).peek_messages(32)
+        return [JobMessage.model_validate_json(message.content).job_id for message in messages]
+
+    assert sorted(waiting_on(ITEMS_SUBMIT_QUEUE)) == sorted(item_job_id(group.id, i) for i in range(3))
+    assert waiting_on(SUBMIT_QUEUE) == [single.id]
 
 
 def test_a_group_made_twice_by_a_host_that_died_half_way_holds_every_item_once(make_runtime: RuntimeFactory) -> None:

@@ -40,6 +40,7 @@ from hastegeo.pipeline.chain import PollChain
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.pipeline.exits import ExitChannel, ExitHandler
 from hastegeo.pipeline.finish import FinishStep
+from hastegeo.pipeline.group_poison import GroupPoisonStep
 from hastegeo.pipeline.groups import GroupSteps
 from hastegeo.pipeline.journal import JobJournal
 from hastegeo.pipeline.poison import PoisonStep
@@ -112,6 +113,7 @@ class Pipeline:
     retry: Rerun
     board: CapacityBoard  # each backend's queue, as the reconciler last saw it
     groups: GroupSteps  # job groups, and the journal's followers step (ADR 0040)
+    group_poison: GroupPoisonStep  # what a groups message given up on loses; a release is re-armed (ADR 0047)
 
 
 @dataclass(frozen=True)
@@ -357,6 +359,7 @@ def build_pipeline(
         retry=Rerun(deps, acceptor),
         board=board,
         groups=groups,
+        group_poison=GroupPoisonStep(deps),
     )
 
 

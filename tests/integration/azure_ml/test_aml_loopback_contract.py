@@ -270,7 +270,9 @@ def test_real_ml_client_submits_the_pinned_job_body(
                 "HASTE_JOB_ID": "job-0001",
                 "HASTE_JOB_WORKDIR": "/tmp/haste-job",
                 "AZ_BATCH_TASK_WORKING_DIR": "/tmp/haste-job",  # the alias older images read, as on Batch
+                "HASTE_CHECKPOINT_DIR": "/tmp/haste-job/checkpoints",  # on the node's disk (ADR 0044)
             },
+            "identity": {"identityType": "Managed"},  # the cluster's: its mounts and checkpoint copies
             "limits": {"timeout": "PT1H", "jobLimitsType": "Command"},
             "jobType": "Command",
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,11 +13,16 @@ import numpy as np
 import pytest
 
 from hastegeo.models.job import Job
+from hastegeo.models.states import JobState
+from hastegeo.pipeline.accept import parse_request
+from hastegeo.pipeline.failover import Failover
 from hastegeo.runtime import Runtime
 from hastegeo.settings.load import load_settings
+from hastegeo.store.queues import JobMessage
 from hastegeo.workloads._run.sample_data import SampleScene, generate
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
+from tests.integration.conftest import drive
 from tests.support.runtime import development_runtime
 
 EPOCHS = 8
@@ -59,9 +65,10 @@ def batch_service(azurite: Azurite) -> Iterator[BatchTestService]:
     service.stop()
 
 
-def make_runtime(env: dict[str, str], tmp_path: Path) -> Runtime:
+def make_runtime(env: dict[str, str], tmp_path: Path, **options: Any) -> Runtime:
+    """The runtime over ``env``; ``options`` go to :func:`build_runtime` (``factories``: backends on doubles)."""
     env = {**env, "HASTE_LOCAL_ROOT": str(tmp_path / "local")}
-    return development_runtime(load_settings(env), sleep=lambda seconds: None)
+    return development_runtime(load_settings(env), sleep=lambda seconds: None, **options)
 
 
 def close(runtime: Runtime) -> None:
@@ -125,3 +132,45 @@ def wait_for(predicate: Any, timeout: float, what: str) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"{what} did not happen within {timeout}s")
+
+
+def moved_mid_run(runtime: Runtime, scene: SampleScene, target: str) -> Job:
+    """An ``auto`` job started on the local backend and moved to ``target`` in its third epoch; the job as it ended.
+
+    Everything is real but the trigger: the poll step moves a job on when its compute does not come (a
+    queued job), so this starts the move the way that step does (``Failover.begin``). From there the
+    pipeline's own steps cancel the local process (SIGTERM: the runtime copies the checkpoint at once),
+    move the job to ``target``, and its run puts the checkpoint back and trains the remaining epochs.
+    """
+    job = runtime.acceptor.accept(parse_request(training_request(scene, "auto"))).job
+    assert job.backend == "local"
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+
+    def two_epochs() -> bool:
+        current = runtime.store.get(job.id)
+        runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=current.poll_seq))
+        return f"epoch 2 of {EPOCHS}" in " ".join(messages(runtime.store.get(job.id)))
+
+    wait_for(two_epochs, 120, "two epochs on the local backend")
+    assert Failover(runtime.deps).begin(runtime.store.read(job.id), "the local host is being drained")
+
+    def moved() -> bool:
+        current = runtime.store.get(job.id)
+        if current.state is JobState.RUNNING:
+            runtime.poll.handle(JobMessage(job_id=job.id, kind="poll", poll_seq=current.poll_seq))
+        return current.state is JobState.QUEUED and current.backend == target
+
+    wait_for(moved, 60, f"the move to {target}")
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    finished = drive(runtime, job.id, timeout=120)
+    assert finished.state is JobState.SUCCEEDED, finished.reason
+    assert f"moved from local to {target}: its provider job is gone" in messages(finished), messages(finished)
+    return finished
+
+
+def resumed_at(job: Job) -> int:
+    """The epoch the job's one resumed attempt started at (its history says it once)."""
+    pattern = re.compile(rf"resumed from the checkpoint of attempt 1, epoch (\d) of {EPOCHS}")
+    resumed = [match for line in messages(job) if (match := pattern.fullmatch(line))]
+    assert len(resumed) == 1, messages(job)
+    return int(resumed[0].group(1))

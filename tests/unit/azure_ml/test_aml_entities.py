@@ -10,8 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from azure.ai.ml.entities import CommandJob, Environment  # noqa: TID251
+from azure.ai.ml.entities import CommandJob, Environment, ManagedIdentityConfiguration  # noqa: TID251
 
+from hastegeo.checkpoints.layout import (
+    ACCOUNT_URL_VARIABLE,
+    BLOB_VARIABLE,
+    COMPUTE_IDENTITY,
+    CONNECTION_VARIABLE,
+    DIR_VARIABLE,
+    IDENTITY_VARIABLE,
+)
 from hastegeo.compute.azure_ml.entities import (
     CONTAINER_WORKDIR,
     TAG_CODE_HASH,
@@ -158,3 +166,31 @@ def test_a_spec_cannot_move_the_working_directory_variables() -> None:
     env_vars = job.environment_variables  # type: ignore[attr-defined]
     assert (env_vars[WORKDIR_VARIABLE], env_vars[LEGACY_WORKDIR_VARIABLE]) == (CONTAINER_WORKDIR, CONTAINER_WORKDIR)
     assert env_vars["HASTE_JOB_ID"] == "j"
+
+
+def test_every_job_gets_a_checkpoint_folder_on_the_nodes_disk_and_copies_it_with_the_clusters_identity() -> None:
+    """ADR 0044: the runtime copies ``$HASTE_CHECKPOINT_DIR`` to the spec's location with the cluster's identity."""
+    location = "haste-outputs/jobs/job-0001/checkpoints"
+    spec = make_spec(env={"HASTE_JOB_ID": "job-0001", BLOB_VARIABLE: location})
+    node = build_command_job(
+        spec,
+        aml_settings(),
+        environment="azureml:haste-runtime:1",
+        blob_account_url="https://sthaste.blob.core.windows.net",
+    )
+    for entity in (node, node._to_job()):
+        env_vars = entity.environment_variables  # type: ignore[attr-defined]
+        assert env_vars[DIR_VARIABLE] == f"{CONTAINER_WORKDIR}/checkpoints"  # not a mount: the node's own disk
+        assert env_vars[BLOB_VARIABLE] == location
+        assert env_vars[ACCOUNT_URL_VARIABLE] == "https://sthaste.blob.core.windows.net"
+        assert env_vars[IDENTITY_VARIABLE] == COMPUTE_IDENTITY
+        assert CONNECTION_VARIABLE not in env_vars  # never a key: the identity is the access
+        assert isinstance(entity.identity, ManagedIdentityConfiguration)  # type: ignore[attr-defined]
+    assert node._to_job()._to_dict()["identity"] == {"type": "managed_identity"}
+
+
+def test_a_spec_without_a_checkpoint_location_gets_the_folder_and_no_storage_access(spec: ComputeJobSpec) -> None:
+    job = build_command_job(spec, aml_settings(), environment="azureml:haste-runtime:1", blob_account_url="https://a")
+    env_vars = job.environment_variables  # type: ignore[attr-defined]
+    assert env_vars[DIR_VARIABLE] == f"{CONTAINER_WORKDIR}/checkpoints"
+    assert not {BLOB_VARIABLE, ACCOUNT_URL_VARIABLE, IDENTITY_VARIABLE} & set(env_vars)

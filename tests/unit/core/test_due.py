@@ -86,6 +86,14 @@ def test_a_waiting_job_has_its_entry_from_its_first_write_at_its_deadline() -> N
     assert due.entry_name(released) is None  # released young: an ordinary queued job again
 
 
+def test_a_job_stored_waiting_for_an_upstream_that_had_ended_badly_is_due_at_once() -> None:
+    """Its acceptor ends it right after storing it; should the host die first, the next pass does (ADR 0047)."""
+    doomed = job(JobState.QUEUED, waiting_for=["k1"], deadline_at=T0 + timedelta(days=30), release_due=True)
+    assert due.look_at(doomed) == T0
+    assert due.entry_name(doomed) == f"due/{due.bucket(T0)}/{doomed.id}"
+    assert due.look_at(doomed.model_copy(update={"release_due": False})) == T0 + timedelta(days=30)
+
+
 def test_an_end_with_followers_is_due_at_once_and_other_ends_keep_their_entry() -> None:
     end = T0 + timedelta(hours=2, seconds=40)
     ended = job(JobState.SUCCEEDED, updated_at=end)

@@ -27,6 +27,7 @@ from hastegeo.checkpoints import layout
 from hastegeo.checkpoints.store import CheckpointConflict, CheckpointStore, Committed, RestoreError
 
 if TYPE_CHECKING:
+    from azure.identity import ManagedIdentityCredential
     from azure.storage.blob import BlobServiceClient
 
 
@@ -58,7 +59,7 @@ class CheckpointAgent:
         where = env.get(layout.BLOB_VARIABLE)
         if not where:
             return None
-        service = _blob_service(env)
+        service = node_blob_service(env)
         if service is None:
             _say(f"{layout.BLOB_VARIABLE} is set but no storage access is: checkpoints are not copied")
             return None
@@ -129,18 +130,28 @@ class CheckpointAgent:
             self.sync()
 
 
-def _blob_service(env: Mapping[str, str]) -> BlobServiceClient | None:
+def node_blob_service(env: Mapping[str, str]) -> BlobServiceClient | None:
     """Storage access as the node has it: a connection string, else the managed identity it names."""
     from azure.storage.blob import BlobServiceClient
 
     if env.get(layout.CONNECTION_VARIABLE):
         return BlobServiceClient.from_connection_string(env[layout.CONNECTION_VARIABLE])
     if env.get(layout.ACCOUNT_URL_VARIABLE) and env.get(layout.IDENTITY_VARIABLE):
-        from azure.identity import ManagedIdentityCredential
-
-        credential = ManagedIdentityCredential(identity_config={"mi_res_id": env[layout.IDENTITY_VARIABLE]})
+        credential = _managed_identity(env[layout.IDENTITY_VARIABLE], env)
         return BlobServiceClient(env[layout.ACCOUNT_URL_VARIABLE], credential=credential)
     return None
+
+
+def _managed_identity(identity: str, env: Mapping[str, str]) -> ManagedIdentityCredential:
+    """The node's managed identity: a Batch pool's user-assigned one by its resource id, or (``compute``) the one
+    an Azure ML cluster gives its jobs, by the client id Azure ML sets in ``DEFAULT_IDENTITY_CLIENT_ID`` (Learn:
+    "Set up authentication between Azure Machine Learning and other services", compute cluster); without it, the
+    cluster's system-assigned one. Azure ML's identity endpoint takes a client id, not a resource id."""
+    from azure.identity import ManagedIdentityCredential
+
+    if identity == layout.COMPUTE_IDENTITY:
+        return ManagedIdentityCredential(client_id=env.get(layout.COMPUTE_CLIENT_ID_VARIABLE) or None)
+    return ManagedIdentityCredential(identity_config={"mi_res_id": identity})
 
 
 def _say(message: str) -> None:

@@ -211,6 +211,7 @@ INTERNAL_FIELDS = frozenset(
         "events_published",
         "request_key",
         "has_dependents",
+        "release_due",
         "usage",
     }
 )
@@ -295,6 +296,11 @@ class Job(_Model):
     group_index: int | None = Field(None, description="Its index in the group's items.")
     group_attempt: int = Field(0, description="Which run of its group item this is (a group retry adds one).")
     has_dependents: bool = Field(False, description="Some job waits for this one: its end lists them (ADR 0040).")
+    release_due: bool = Field(
+        False,
+        description="An upstream it waits for had ended badly when it was stored: its due entry is due at once, "
+        "so the next sweep ends it should its acceptor not (ADR 0047).",
+    )
     usage: JobUsage | None = Field(None, description="The runs of its compute its backends told of (costs/usage.py).")
     cost: Cost | None = Field(
         None, description="What its compute cost, set by the write that ends it (amount null: not known, and why)."

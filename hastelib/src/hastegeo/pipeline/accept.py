@@ -29,7 +29,7 @@ from hastegeo.pipeline.after import WAITING_DEADLINE, Dependencies
 from hastegeo.pipeline.deps import PipelineDeps
 from hastegeo.profiles import DEFAULT_PROFILE
 from hastegeo.store import due
-from hastegeo.store.queues import SUBMIT_QUEUE, JobMessage
+from hastegeo.store.queues import ITEMS_SUBMIT_QUEUE, SUBMIT_QUEUE, JobMessage
 from hastegeo.telemetry import meter, tracer
 from hastegeo.telemetry.logs import job_fields
 from hastegeo.utils.errors import ConflictError, HasteError, InvalidJobError, describe_exception
@@ -308,6 +308,9 @@ class JobAcceptor:
         if submitter is not None:
             origin += f", submitted by {submitter.describe()}"
 
+        # The entries go before the document, then the upstreams are read again: one that ended meanwhile is
+        # seen here, one that ends later finds the job's entry (ADR 0047).
+        upstreams = Dependencies(deps).register(job_id, upstreams)
         now = deps.clock()
         waiting = [u for u in upstreams if not u.succeeded]
         if waiting:
@@ -349,19 +352,22 @@ class JobAcceptor:
             resume_from=resume_from,
             after=after,
             waiting_for=[u.id for u in waiting],
+            release_due=any(u.ended_badly for u in waiting),  # due at once: the next sweep ends it, if not below
             group_id=group.group_id if group else None,
             group_index=group.index if group else None,
             group_attempt=group.attempt if group else 0,
         )
         tracer.annotate(job)
-        Dependencies(deps).register(job_id, upstreams)  # before the document: a release finds it stored
         stored = deps.journal.create(job)
         if stored is None:  # an earlier (or concurrent) request with the same key stored it
             return self._replay(deps.store.get(job_id), fingerprint)
         job = stored.job
-        if job.waiting_for:  # an upstream may have ended between its read and this write: look again
-            job = Dependencies(deps).release(job.id) or job
-        else:
+        if job.release_due:  # an upstream ended badly: it ends without running (or the next sweep ends it)
+            try:
+                job = Dependencies(deps).release(job.id) or job
+            except (AzureError, ConflictError) as exc:
+                log.info("job %s: not ended yet (%s); the reconciler's next pass ends it", job.id, exc)
+        elif not job.waiting_for:
             self._send(job)
         meter.job_accepted(job)
         log.info("accepted job %s (%s on %s)", job_id, request.workload, backend, extra=job_fields(job))
@@ -374,8 +380,9 @@ class JobAcceptor:
         without an Idempotency-Key to submit a second job, and one with a key would get back
         the job this request stored, no sooner started.
         """
+        queue = SUBMIT_QUEUE if job.group_id is None else ITEMS_SUBMIT_QUEUE  # a group's items: their own line
         try:
-            self._deps.queues.send(SUBMIT_QUEUE, JobMessage(job_id=job.id, kind="submit"))
+            self._deps.queues.send(queue, JobMessage(job_id=job.id, kind="submit"))
         except AzureError as exc:
             log.warning(
                 "job %s is stored but its submit message was not sent (%s); the reconciler sends it",

@@ -191,11 +191,7 @@ class GroupSteps:
         done twice does nothing twice), and its next chunk's message is sent only once this one is done.
         """
         if message.kind == "release":
-            dependents, following = Dependencies(self._deps).chunk(message.group_id, message.resume_after)
-            list(self._pool.map(Dependencies(self._deps).release, dependents))
-            if following is not None:
-                self._deps.queues.send_text(GROUPS_QUEUE, following.encode())
-            return following
+            return self._release_chunk(message)
         group = self._groups.find(message.group_id)
         if group is None:
             log.warning("groups: group %s does not exist; dropping the message", message.group_id)
@@ -208,6 +204,20 @@ class GroupSteps:
             self._make_chunk(group, range(message.start, end))
         if following is not None:
             self._send(following)
+        return following
+
+    def _release_chunk(self, message: GroupMessage) -> GroupMessage | None:
+        """Release the chunk of dependents ``message`` names, then send the next chunk's message. A dependent
+        listed and not stored yet (its request is between its entry and its document) re-arms the upstream
+        first, so the next sweep releases again (ADR 0047)."""
+        after = Dependencies(self._deps)
+        dependents, following = after.chunk(message.group_id, message.resume_after)
+        list(self._pool.map(after.release, dependents))
+        unstored = after.pending(message.group_id)
+        if unstored and after.rearm(message.group_id):
+            log.info("release of %s: %s not stored yet; re-armed for the next sweep", message.group_id, unstored)
+        if following is not None:
+            self._deps.queues.send_text(GROUPS_QUEUE, following.encode())
         return following
 
     def _make_chunk(self, group: Group, indices: range) -> None:
@@ -348,7 +358,10 @@ class GroupSteps:
             self._announce_if_complete(group)
 
     def _announce_if_complete(self, group: Group) -> None:
-        """Publish the completion of a group whose last item ended, release what waits for it, record both."""
+        """Publish the completion of a group whose last item ended, record it, then release what waits for it.
+
+        Raises AzureError, ConflictError: not recorded (the group stays open: the reconciler does it again).
+        """
         if group.completed_at is None or group.completion_published:
             return
         if self._publish is not None:
@@ -359,7 +372,6 @@ class GroupSteps:
                     "group %s: completion not published (%s); the reconciler does", group.id, type(exc).__name__
                 )
                 return
-        Dependencies(self._deps).upstream_ended(group.id)
         completed_at = group.completed_at
 
         def change(current: Group) -> Group | None:
@@ -367,7 +379,19 @@ class GroupSteps:
                 return None
             return current.model_copy(update={"completion_published": True})
 
-        self._groups.update(group.id, change)
+        recorded, _ = self._groups.update(group.id, change)
+        if recorded.completion_published and recorded.completed_at == completed_at:  # not retried meanwhile
+            self._release_group(recorded)
+
+    def _release_group(self, group: Group) -> None:
+        """Release the jobs waiting for a completed, announced group, then close it. One not all released stays
+        open, and the reconciler's pass releases it again (a crash, a dependent not stored yet, or a release
+        message the host gave up on re-armed it: ADR 0047)."""
+        try:
+            Dependencies(self._deps).upstream_ended(group.id)
+        except (AzureError, ConflictError) as exc:
+            log.info("group %s: what waits for it not all released (%s); the reconciler does", group.id, exc)
+            return
         self._groups.close(group.id)
 
     # -- the reconciler's repair ---------------------------------------------------------
@@ -407,14 +431,13 @@ class GroupSteps:
             group = self._groups.find(group_id)
             if group is None:
                 continue
-            if group.completed_at is not None:
+            if group.completed_at is not None and group.completion_published:
+                self._release_group(group)  # announced, its release not done (or re-armed): again
+            elif group.completed_at is not None:
                 try:
                     self._announce_if_complete(group)
                 except (AzureError, ConflictError) as exc:  # its open entry stays: the next pass
                     log.info("repair: group %s's completion not finished (%s)", group_id, type(exc).__name__)
-                    continue
-                if group.completion_published:
-                    self._groups.close(group_id)
             elif NOT_MADE in group.marks and (now - group.updated_at).total_seconds() > QUIET_S:
                 self._send(GroupMessage(group_id=group_id))
         return undone

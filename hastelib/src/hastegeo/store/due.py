@@ -23,7 +23,9 @@ first write, at its deadline: the pass never reads it while it waits (10,000 wai
 pass nothing), and the census does not read it either. What the pass must find instead is a release
 lost to a host dying after an upstream's end: the ending write of a job that has dependents, or of a
 group's item, moves its entry to the bucket of its end (:func:`ended_entry`), so the next pass reads
-it, hands it to the followers' repair, and only then retires it (which deletes the entry).
+it, hands it to the followers' repair, and only then retires it (which deletes the entry). A job stored
+waiting for an upstream that had already ended badly (``releaseDue``: its acceptor saw it so just before
+storing it) is due at once instead, so the next pass ends it should its acceptor die before doing so.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ _FORMAT = "%Y%m%d%H%M"
 def look_at(job: Job) -> datetime:
     """When the reconciler must read the unfinished ``job`` at the latest (pure)."""
     if waiting(job):  # its upstreams' ends release it; the pass only enforces its deadline
-        return job.deadline_at
+        return job.updated_at if job.release_due else job.deadline_at
     if job.state in FOLLOWED:
         # No due time recorded: the chain is re-armed on every pass (a record from before it was kept).
         when = job.updated_at if job.poll_due_at is None else job.poll_due_at + timedelta(seconds=CHAIN_GRACE_S)

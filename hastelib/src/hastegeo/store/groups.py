@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
+from datetime import datetime
 from itertools import islice
+from typing import NamedTuple
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -26,6 +28,13 @@ from hastegeo.utils.errors import ConflictError, HasteError
 _JSON = ContentSettings(content_type="application/json")
 OPEN = "groups-open/"
 AFTER = "after/"
+
+
+class Listed(NamedTuple):
+    """A job listed as waiting for an upstream, and when its ``after/`` entry was written (storage's clock)."""
+
+    job_id: str
+    written: datetime | None
 
 
 class GroupNotFoundError(HasteError):
@@ -110,15 +119,20 @@ class GroupStore:
     def add_dependent(self, upstream: str, dependent: str) -> None:
         self._container.upload_blob(f"{AFTER}{upstream}/{dependent}", b"", overwrite=True)
 
-    def dependents(self, upstream: str, *, after: str | None = None, size: int = 100) -> tuple[list[str], bool]:
-        """Up to ``size`` jobs waiting for ``upstream``, in name order from the one after ``after``; and whether
-        more follow. One listing call: a release reads its dependents a chunk at a time (ADR 0047)."""
+    def dependents(self, upstream: str, *, after: str | None = None, size: int = 100) -> tuple[list[Listed], bool]:
+        """Up to ``size`` jobs waiting for ``upstream``, in name order from the one after ``after``, each with
+        when its entry was written; and whether more follow. One listing call: a release reads its dependents
+        a chunk at a time (ADR 0047)."""
         prefix = f"{AFTER}{upstream}/"
         blobs = self._container.list_blobs(
             name_starts_with=prefix, start_from=prefix + after if after else None, results_per_page=size + 2
         )
-        names = [n for b in islice(blobs, size + 2) if (n := str(b.name).removeprefix(prefix)) != after]
-        return names[:size], len(names) > size
+        listed = [
+            Listed(name, b.last_modified)
+            for b in islice(blobs, size + 2)
+            if (name := str(b.name).removeprefix(prefix)) != after
+        ]
+        return listed[:size], len(listed) > size
 
     def first_dependents(self, upstream: str, limit: int) -> tuple[list[str], bool]:
         """At most ``limit`` of the jobs waiting for ``upstream`` (one listing call), and whether there are more."""

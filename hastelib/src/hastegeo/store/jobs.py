@@ -211,14 +211,7 @@ class JobStore:
                 self._put_entry(entry)
                 dues.add(entry)
             try:
-                result = self._container.get_blob_client(self.document_name(job_id)).upload_blob(
-                    _dump(updated),
-                    overwrite=True,
-                    metadata=_metadata(updated),
-                    etag=etag,
-                    match_condition=MatchConditions.IfNotModified,
-                    content_settings=_JSON,
-                )
+                result = self._replace(updated, etag)
             except ResourceModifiedError:
                 continue
             self._drop_ended(updated, ended)
@@ -226,6 +219,17 @@ class JobStore:
                 self._delete_entry(current.due_entry)
             return Update(updated, str(result["etag"]), wrote=True, previous=current.state)
         raise ConflictError(f"Job {job_id} changed too often to update; try again")
+
+    def _replace(self, job: Job, etag: str) -> dict[str, Any]:
+        """Write the document of ``job`` over the version ``etag``. Raises ResourceModifiedError: it changed."""
+        return self._container.get_blob_client(self.document_name(job.id)).upload_blob(
+            _dump(job),
+            overwrite=True,
+            metadata=_metadata(job),
+            etag=etag,
+            match_condition=MatchConditions.IfNotModified,
+            content_settings=_JSON,
+        )
 
     def list(
         self,
@@ -424,6 +428,30 @@ class JobStore:
         self._delete_entry(index.active_entry(job.project_id, index.sort_key(index.position_of(job))))
         if job.due_entry is not None:  # an ending write keeps it until here, so the sweep finds a job not retired
             self._delete_entry(job.due_entry)
+
+    def rearm(self, job_id: str) -> bool:
+        """Make an ended job due again, so the next sweep reads it and repeats its followers step (a release
+        lost after its end: ADR 0047); False when it has not ended (its end does that) or has no followers.
+
+        Its entry is the one its ending write named (the bucket of its end: due already), put back with one
+        call; a job that got its first dependent after its end gets that entry named in its document first.
+
+        Raises JobNotFoundError, ConflictError (the document kept changing).
+        """
+        for _ in range(self._max_attempts):
+            current, etag = self._read(job_id)
+            name = current.due_entry or due.ended_entry(current)
+            if not current.state.terminal or name is None:
+                return False
+            self._put_entry(name)  # before the document, as every entry
+            if current.due_entry == name:
+                return True
+            try:
+                self._replace(current.model_copy(update={"due_entry": name}), etag)
+            except ResourceModifiedError:
+                continue
+            return True
+        raise ConflictError(f"Job {job_id} changed too often to update; try again")
 
     def backfill_index(self) -> int | None:
         """Give jobs stored before the state index (ADR 0011) their entries, once per container.

@@ -35,10 +35,13 @@ REQUESTS_QUEUE = "jobs-requests"
 GROUPS_QUEUE = "groups-make"
 # Job events for consumers outside the app (docs/events.md); no trigger of the app reads it.
 EVENTS_QUEUE = "jobs-events"
+# A group item's first submit message (ADR 0040): on a queue of its own, so that a single job's submit is never
+# read behind the thousands a large group's making puts on jobs-submit at once (fair share starts at that read).
+ITEMS_SUBMIT_QUEUE = "groups-submit"
 # Providers' own status events (Azure ML's, through an Event Grid subscription): nudges to look now (ADR 0048).
 PROVIDER_EVENTS_QUEUE = "provider-events"
 POISON_SUFFIX = "-poison"
-ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE, GROUPS_QUEUE, PROVIDER_EVENTS_QUEUE)
+ALL_QUEUES = (SUBMIT_QUEUE, POLL_QUEUE, REQUESTS_QUEUE, GROUPS_QUEUE, ITEMS_SUBMIT_QUEUE, PROVIDER_EVENTS_QUEUE)
 
 MessageKind = Literal["submit", "poll", "nudge"]
 LEGACY_POLL_SEQ_KEY = "attempt"  # the wire name of JobMessage.poll_seq before it was renamed

@@ -15,6 +15,9 @@ Scripting::
 
 ``client.calls`` lists ``(operation, name)`` in order, so tests assert that a
 resubmit made no second PUT or that a missing Environment was created once.
+
+Nothing runs a job unless a compute is attached: :class:`hastegeo_dev.testing.aml_compute.StandInCluster`
+runs each job created from then on as a real process (``state.on_create``).
 """
 
 from __future__ import annotations
@@ -125,6 +128,7 @@ class StandInState:
     shapes: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)  # compute → size, tier, region
     publish: Callable[[str], None] | None = None  # where run events go (an Event Grid subscription's queue)
     log_urls: dict[str, dict[str, str]] = field(default_factory=dict)  # name → its log files' read URLs
+    on_create: Callable[[str, Any], None] | None = None  # given each new job: a compute that runs it (aml_compute)
 
     def enter(self, operation: str, name: str) -> None:
         self.calls.append((operation, name))
@@ -163,6 +167,7 @@ class StandInJobs:
         name = str(job.name)
         self._state.enter("jobs.create_or_update", name)
         entity = job._to_job() if hasattr(job, "_to_job") else job  # what MLClient does with a Command node
+        new = name not in self._state.jobs
         self._state.jobs[name] = entity
         self._state.statuses.setdefault(name, "NotStarted")
         if self._state.refusal is not None and self._state.statuses[name] == "NotStarted":
@@ -172,7 +177,10 @@ class StandInJobs:
                 self._state.errors[name] = (code, message)
             else:
                 self._state.warnings[name] = message
-        return self._entity(name)
+        answer = self._entity(name)
+        if new and self._state.on_create is not None and self._state.refusal is None:
+            self._state.on_create(name, entity)
+        return answer
 
     def get(self, name: str) -> Job:
         self._state.enter("jobs.get", name)

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from azure.batch import BatchClient
 from azure.batch.models._models import BatchJobTerminateOptions
 
+from hastegeo.checkpoints.access import account_url
 from hastegeo.compute.azure_batch import taskspec
 from hastegeo.compute.azure_batch.capacity import pool_missing, pool_view, pool_wait
 from hastegeo.compute.azure_batch.errors import BATCH_ERRORS
@@ -355,12 +355,11 @@ def create(context: BackendContext) -> BatchBackend:
         connection_timeout=settings.request_timeout_s,
         read_timeout=settings.request_timeout_s,
     )
-    parts = urlsplit(str(context.blob_service.url))
     return BatchBackend(
         client,
         settings,
         context.blob_service,
-        blob_account_url=f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/"),
+        blob_account_url=account_url(context.blob_service),
         clock=context.clock,
         sleep=context.sleep,
     )

@@ -21,7 +21,8 @@ from urllib.parse import quote
 
 from azure.batch import models
 
-from hastegeo.checkpoints.layout import ACCOUNT_URL_VARIABLE, BLOB_VARIABLE, CHECKPOINTS, IDENTITY_VARIABLE
+from hastegeo.checkpoints.access import identity_env
+from hastegeo.checkpoints.layout import CHECKPOINTS
 from hastegeo.checkpoints.layout import DIR_VARIABLE as CHECKPOINT_DIR_VARIABLE
 from hastegeo.compute.contract import ComputeJobSpec, InputFile
 from hastegeo.profiles import SPOT_RERUNS, Tier
@@ -98,9 +99,8 @@ def task_options(
     )
     env = {name: value for name, value in spec.env.items() if name not in (WORKDIR_VARIABLE, LEGACY_WORKDIR_VARIABLE)}
     env[FINGERPRINT_VARIABLE] = fingerprint
-    if BLOB_VARIABLE in env:  # the runtime copies checkpoints with the identity the output files use
-        env[ACCOUNT_URL_VARIABLE] = placement.blob_account_url
-        env[IDENTITY_VARIABLE] = placement.identity_resource_id
+    # The runtime copies checkpoints with the identity the output files use.
+    env.update(identity_env(env, placement.blob_account_url, placement.identity_resource_id))
     return models.BatchTaskCreateOptions(
         id=task_id,
         display_name=spec.name[:1024],

@@ -5,8 +5,11 @@ its fingerprint tag matches this spec (a resubmit), and refused otherwise.
 Status is ``jobs.get`` (the truth; ``stream`` raises only on Failed), mapped
 by :mod:`.status`. Outputs are ``uri_folder`` mounts on the spec's blob prefix,
 so ``read_output`` reads that blob and finished jobs stay readable after
-their compute is gone. Every SDK call goes through the one retried, translated
-call (:func:`.errors.aml_calls`), so errors leave this module as the project's own.
+their compute is gone. The job's runtime copies its checkpoint folder under
+the same prefix and puts it back before the next attempt (ADR 0044), so a
+retry or a fail-over onto Azure ML resumes as it does on Batch. Every SDK
+call goes through the one retried, translated call (:func:`.errors.aml_calls`),
+so errors leave this module as the project's own.
 
 What a submit decided that users should see — an Environment created on the
 fly, a run that uses a local code snapshot — is logged, kept in the handle's
@@ -24,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from hastegeo.checkpoints.access import account_url
 from hastegeo.compute.azure_ml.capacity import run_wait
 from hastegeo.compute.azure_ml.client import ClientFactory, MLClientLike, create_ml_client
 from hastegeo.compute.azure_ml.entities import (
@@ -111,7 +115,7 @@ class AzureMLBackend(ComputeBackend):
             environment, environment_id = self._environment(spec, notes)
             job = build_command_job(
                 spec, self._settings, environment=environment, code_dir=self._settings.code_dir or None,
-                code_hash=self._code_hash,
+                code_hash=self._code_hash, blob_account_url=account_url(self._blobs),
             )  # fmt: skip
         except ConfigurationError as exc:
             raise TerminalBackendError(str(exc), backend=BACKEND) from exc

@@ -9,6 +9,14 @@ same directory, as on Batch, for images that read only that name. The outputs
 are the spec's blob prefix (``<output.path>/outputs/`` and ``/logs/`` in
 ``output.container``), so post-processing reads the same blobs as on every
 other backend.
+
+The checkpoint folder, ``$HASTE_CHECKPOINT_DIR``, is ``checkpoints`` in that
+working directory, on the node's own disk, not a mount: the workload's runtime
+puts the latest checkpoint back there before the workload starts and copies it
+to ``<output.path>/checkpoints/`` while it runs, with the identity the cluster
+gives its jobs, as on Batch (ADR 0044). The job runs with that identity
+(``identity=ManagedIdentityConfiguration()``), so its mounts and its
+checkpoint copies use the same one.
 """
 
 from __future__ import annotations
@@ -20,9 +28,12 @@ from typing import Any
 
 from azure.ai.ml import Input, Output, command
 from azure.ai.ml._utils._asset_utils import get_content_hash, get_ignore_file
-from azure.ai.ml.entities import BuildContext, Environment
+from azure.ai.ml.entities import BuildContext, Environment, ManagedIdentityConfiguration
 from azure.ai.ml.entities._builders.command import Command
 
+from hastegeo.checkpoints.access import identity_env
+from hastegeo.checkpoints.layout import CHECKPOINTS, COMPUTE_IDENTITY
+from hastegeo.checkpoints.layout import DIR_VARIABLE as CHECKPOINT_DIR_VARIABLE
 from hastegeo.compute.azure_ml.events import TAG_JOB_ID
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
 from hastegeo.compute.azure_ml.streams import exec_lines
@@ -33,6 +44,7 @@ from hastegeo.workdir import WORKDIR_VARIABLE, workdir_env
 
 # Where the workload's working directory lives inside the Azure ML container.
 CONTAINER_WORKDIR = "/tmp/haste-job"  # noqa: S108 - a per-job container path, not a shared host temp dir
+CONTAINER_CHECKPOINTS = f"{CONTAINER_WORKDIR}/{CHECKPOINTS}"
 TAG_FINGERPRINT = "haste_fingerprint"
 TAG_CODE_HASH = "haste_code_sha256"
 TAG_SOURCE = "haste_source"
@@ -150,6 +162,15 @@ def job_command(spec: ComputeJobSpec) -> str:
     return "\n".join(lines)
 
 
+def checkpoint_env(spec: ComputeJobSpec, blob_account_url: str) -> dict[str, str]:
+    """The checkpoint folder on the node's disk, and (for a spec that names a checkpoint location) the account
+    and identity the runtime copies it with: the cluster's own (ADR 0044)."""
+    return {
+        CHECKPOINT_DIR_VARIABLE: CONTAINER_CHECKPOINTS,
+        **identity_env(spec.env, blob_account_url, COMPUTE_IDENTITY),
+    }
+
+
 def build_command_job(
     spec: ComputeJobSpec,
     settings: AmlSettings,
@@ -157,8 +178,10 @@ def build_command_job(
     environment: str | Environment,
     code_dir: str | None = None,
     code_hash: str | None = None,
+    blob_account_url: str = "",
 ) -> Command:
-    """The Azure ML command job for ``spec``, ready for ``jobs.create_or_update``.
+    """The Azure ML command job for ``spec``, ready for ``jobs.create_or_update``; ``blob_account_url`` is the
+    account of its outputs container, where its checkpoints are copied (empty: they are not).
 
     Raises:
         ConfigurationError: no compute target is configured for the workload.
@@ -194,7 +217,8 @@ def build_command_job(
         code=code_dir or None,
         environment=environment,
         # Both names, as on Batch: images built before HASTE_JOB_WORKDIR read only the legacy one.
-        environment_variables={**spec.env, **workdir_env(CONTAINER_WORKDIR)},
+        environment_variables={**spec.env, **workdir_env(CONTAINER_WORKDIR), **checkpoint_env(spec, blob_account_url)},
+        identity=ManagedIdentityConfiguration(),  # the cluster's identity: mounts and checkpoint copies alike
         compute=placement.compute,
         inputs=inputs,
         outputs=outputs,

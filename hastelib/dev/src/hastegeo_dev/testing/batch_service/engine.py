@@ -8,14 +8,11 @@ here): ``python`` on the task's PATH is this interpreter.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,12 +21,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from hastegeo.checkpoints.layout import CONNECTION_VARIABLE as CHECKPOINT_CONNECTION
-from hastegeo.checkpoints.layout import IDENTITY_VARIABLE as CHECKPOINT_IDENTITY
 from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.utils.errors import describe_exception
 from hastegeo_dev.testing.batch_service.faults import Faults
 from hastegeo_dev.testing.batch_service.slots import PoolSlots
+from hastegeo_dev.testing.node import process_env, python_shim, stop_with_notice, wait_for_output
 
 _WALL_CLOCK = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
 DEFAULT_WALL_CLOCK_S = 7 * 86400.0
@@ -111,12 +107,7 @@ class Engine:
         self._nodes = itertools.count(1)
         self.slots = PoolSlots()  # pools of fixed size: tasks take their slots first come, first served
         self._threads: list[threading.Thread] = []
-        self._shim = root / "bin"
-        self._shim.mkdir(parents=True, exist_ok=True)
-        for alias in ("python", "python3"):  # "python" in a task's command is this interpreter
-            script = self._shim / alias
-            script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n', encoding="utf-8")
-            script.chmod(0o755)
+        self._shim = python_shim(root / "bin")  # "python" in a task's command is this interpreter
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -224,9 +215,9 @@ class Engine:
             watch = None if preempt else self.faults.take_preempt_on(job.id)
             try:
                 if watch is not None:
-                    code = self._wait_for_output(process, workdir / watch.path, watch.text, limit)
+                    code = wait_for_output(process, workdir / watch.path, watch.text, limit)
                     preempt = code is None
-                    code = _stop_with_notice(process, watch.notice_s) if code is None else code
+                    code = stop_with_notice(process, watch.notice_s) if code is None else code
                 else:
                     code = process.wait(timeout=self.faults.preempt_after_s if preempt else limit)
                 timed_out = False
@@ -256,26 +247,6 @@ class Engine:
             result = (result[0], "FileUploadError", upload_error)
         return result
 
-    @staticmethod
-    def _wait_for_output(process: subprocess.Popen[bytes], path: Path, text: str, limit: float) -> int | None:
-        """The exit code, or None once ``path`` contains ``text`` while it runs (the moment to preempt).
-
-        Raises:
-            subprocess.TimeoutExpired: past the task's wall clock limit.
-        """
-        deadline = time.monotonic() + limit
-        needle = text.encode()
-        while True:
-            code = process.poll()
-            if code is not None:
-                return code
-            with contextlib.suppress(OSError):
-                if needle in path.read_bytes():
-                    return None
-            if time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(process.args, limit)
-            time.sleep(0.01)
-
     def complete(self, job: Job, task: Task, code: int | None, failure_code: str | None, message: str | None) -> None:
         task.exit_code = code
         task.end_time = now_iso()
@@ -296,24 +267,18 @@ class Engine:
 
     def _environment(self, job: Job, task: Task, workdir: Path) -> dict[str, str]:
         assert task.task_dir is not None
-        env = {key: os.environ[key] for key in ("HOME", "LANG", "TMPDIR") if key in os.environ}
-        env["PATH"] = f"{self._shim}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
-        env.update(
-            AZ_BATCH_TASK_WORKING_DIR=str(workdir),
-            AZ_BATCH_TASK_DIR=str(task.task_dir),
-            AZ_BATCH_JOB_ID=job.id,
-            AZ_BATCH_TASK_ID=task.id,
-            AZ_BATCH_NODE_ID=task.node_id or "",
-            AZ_BATCH_POOL_ID=str((job.body.get("poolInfo") or {}).get("poolId") or ""),
-            AZ_BATCH_TASK_RETRY_COUNT=str(task.retry_count),
-        )
+        variables = {
+            "AZ_BATCH_TASK_WORKING_DIR": str(workdir),
+            "AZ_BATCH_TASK_DIR": str(task.task_dir),
+            "AZ_BATCH_JOB_ID": job.id,
+            "AZ_BATCH_TASK_ID": task.id,
+            "AZ_BATCH_NODE_ID": task.node_id or "",
+            "AZ_BATCH_POOL_ID": str((job.body.get("poolInfo") or {}).get("poolId") or ""),
+            "AZ_BATCH_TASK_RETRY_COUNT": str(task.retry_count),
+        }
         for item in task.body.get("environmentSettings") or []:
-            env[str(item["name"])] = str(item.get("value") or "")
-        if env.get(CHECKPOINT_IDENTITY) and self.storage_connection_string:
-            # The pool's managed identity, as this test node plays it: the task reaches the same Azurite
-            # the service stages and uploads with (a real node gets a token for the identity instead).
-            env[CHECKPOINT_CONNECTION] = self.storage_connection_string
-        return env
+            variables[str(item["name"])] = str(item.get("value") or "")
+        return process_env(self._shim, variables, self.storage_connection_string)  # the pool's identity, played
 
     # -- storage -----------------------------------------------------------------------
 
@@ -366,16 +331,6 @@ class Engine:
         if self.blob_service is None:
             raise RuntimeError("the Batch test service was started without an Azurite connection string")
         return self.blob_service
-
-
-def _stop_with_notice(process: subprocess.Popen[bytes], notice_s: float) -> int:
-    """SIGTERM (a spot node's eviction notice reaching the task), then SIGKILL after ``notice_s``."""
-    process.terminate()
-    try:
-        return process.wait(timeout=notice_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        return process.wait()
 
 
 def match_outputs(workdir: Path, pattern: str, path: str) -> list[tuple[Path, str]]:
