@@ -43,7 +43,8 @@ def job_logs(req: func.HttpRequest) -> func.HttpResponse:
         return denied.response
     except JobNotFoundError:
         return job_not_found(job_id)
-    page = JobLogs(runtime.api.deps.service, runtime.api.blobs).read(job, stream, offset)
+    deps = runtime.api.deps
+    page = JobLogs(deps.service, runtime.api.blobs, deps.output_location).read(job, stream, offset)
     return json_response(page.view())
 
 

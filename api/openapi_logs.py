@@ -24,12 +24,18 @@ def log_schemas() -> dict[str, Any]:
             "properties": {
                 "jobId": {"type": "string", "pattern": ID_PATTERN},
                 "stream": {"type": "string", "enum": list(STREAMS)},
-                "offset": {**offset, "description": "The byte offset this part starts at (the one asked for)"},
-                "nextOffset": {**offset, "description": "Ask from here next; equal to offset when nothing is new"},
+                "offset": {**offset, "description": "The position this part starts at (the one asked for)"},
+                "nextOffset": {
+                    **offset,
+                    "description": "Ask from here next; equal to offset when nothing is new, and never smaller. A "
+                    "position, not a byte count: past the first run it also names the run (a requeued or retried "
+                    "task, a job moved to another backend), whose output starts after a separator line",
+                },
                 "text": {
                     "type": "string",
-                    "description": "The bytes [offset, nextOffset) as UTF-8 text, whole lines only until the job "
-                    "ended, credentials redacted as in the history",
+                    "description": "The log from offset to nextOffset as UTF-8 text, whole lines only until the job "
+                    "ended (a line over the window goes out in parts cut clear of credentials), credentials redacted "
+                    "as in the history",
                 },
                 "ended": {
                     "type": "boolean",
@@ -56,8 +62,8 @@ def log_paths(
             "get": {
                 "operationId": "getJobLogs",
                 "description": (
-                    f"The next part (at most {WINDOW_BYTES // 1024} KiB) of the job's stdout or stderr from a byte "
-                    "offset, while it runs and after it ended. Follow it by asking again from nextOffset until "
+                    f"The next part (at most {WINDOW_BYTES // 1024} KiB) of the job's stdout or stderr from a "
+                    "position, while it runs and after it ended. Follow it by asking again from nextOffset until "
                     "ended is true. Access is the job's own: a job of another project answers 404."
                 ),
                 "parameters": [
@@ -73,7 +79,8 @@ def log_paths(
                         "name": "offset",
                         "in": "query",
                         "required": False,
-                        "description": "The byte offset to read from (default 0): a nextOffset an earlier read gave",
+                        "description": "The position to read from (default 0, the start): a nextOffset an earlier read "
+                        "gave",
                         "schema": {"type": "string", "pattern": "^[0-9]{1,16}$"},
                     },
                     principal,

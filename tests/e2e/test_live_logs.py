@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,81 @@ def test_an_azure_ml_jobs_log_by_offset_through_the_api_and_the_cli(
     assert code == 1  # the job failed: the CLI exits as watch does
     assert printed == (FIRST + REST).replace(KEY, "[REDACTED]") + "exit 0"  # its last line, once it ended
     assert_redacted(printed)
+
+
+CHECKPOINT = "checkpoint saved\n"
+
+
+class PrintsThenWaits(Printing):
+    """Prints FIRST, waits for ``release``, prints CHECKPOINT, waits for ``release`` + "2", prints REST."""
+
+    def build_spec(self, job: Job, where: SpecInputs, output: BlobLocation) -> ComputeJobSpec:
+        spec = super().build_spec(job, where, output)
+        waits = workload(self.release).replace(
+            f"sys.stdout.write({REST!r})",
+            f"sys.stdout.write({CHECKPOINT!r}); sys.stdout.flush()\n"
+            f"release = pathlib.Path({str(self.release) + '2'!r})\n"
+            "while not release.exists():\n    time.sleep(0.05)\n"
+            f"sys.stdout.write({REST!r})",
+        )
+        return spec.model_copy(update={"entrypoint": ("python", "-c", waits)})
+
+
+def test_a_follower_neither_misses_nor_repeats_a_line_when_the_batch_task_is_requeued(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The node is preempted mid-job: the second run's stdout starts from nothing, the offsets go on."""
+    runtime = get_runtime()
+    for pipeline in (runtime, runtime.api):
+        pipeline.deps.processors["artifacts"] = PrintsThenWaits(stack.release)
+    stack.batch.faults.preempt_on_output(CHECKPOINT, path="../stdout.txt", notice_s=0.2)
+    job_id = submit(stack, "azure_batch")
+    first = read_while_running(stack, job_id)
+    capsys.readouterr()
+    pool = ThreadPoolExecutor(1)  # the CLI follows across the requeue, from the start
+    follower = pool.submit(main, ["logs", job_id, "--stdout", "--follow", "--url", stack.base_url, "--output", "table"])
+    stack.release.touch()  # the first run prints CHECKPOINT, and its node is preempted at once
+    (batch_job,) = stack.batch.engine.jobs
+    until(lambda: {"requeues": stack.batch.task(batch_job, batch_job).requeue_count}, lambda seen: seen["requeues"] > 0)
+    crossing = stack.client.logs(job_id, "stdout", first["nextOffset"])
+    separator = "--- attempt 2 (requeued onto another node) ---\n"
+    # The separator, after the first run's last line when the CLI got it from the node before it went.
+    assert crossing["text"] in {separator, CHECKPOINT + separator}
+    second = crossing["nextOffset"]
+    assert second > first["nextOffset"]  # a position of the second run: offsets only grow
+    until(lambda: stack.client.logs(job_id, "stdout", second), lambda p: CHECKPOINT in p["text"])
+    (stack.release.parent / (stack.release.name + "2")).touch()
+    # A follower goes on from there: the second run's whole output, once, and the end.
+    text, part = [], {"nextOffset": second, "ended": False}
+    while not part["ended"]:
+        at = part["nextOffset"]
+        part = until(lambda at=at: stack.client.logs(job_id, "stdout", at), lambda p: p["text"] or p["ended"])
+        text.append(part["text"])
+    second_run = "".join(text)
+    assert second_run == (FIRST + CHECKPOINT + REST).replace(KEY, "[REDACTED]")
+    # The CLI that followed all along printed each line once: the first run's, the separator, the second's.
+    assert follower.result(timeout=30) == 0
+    pool.shutdown()
+    followed = capsys.readouterr().out
+    assert followed == first["text"] + crossing["text"] + second_run
+    # A reader that starts at 0 after the end reads the same, from what was kept of the first run.
+    code, printed = follow_with_the_cli(stack, job_id, capsys)
+    assert code == 0
+    assert printed == followed
+    assert_redacted(printed)
+
+
+def test_an_azure_ml_jobs_stdout_and_stderr_are_read_apart_once_its_runtime_writes_them(stack: Stack) -> None:
+    job_id = submit(stack, "azure_ml")
+    name = f"haste-{job_id}"
+    until(lambda: {"known": name in stack.standin.state.jobs}, lambda seen: bool(seen["known"]))
+    stack.standin.set_status(name, "Running")
+    until(lambda: stack.client.get(job_id), lambda job: job["state"] == "running")
+    stack.standin.write_log(name, (FIRST + ERR).encode(), stack.logs)  # run history's one log: both streams
+    outputs = get_settings().storage.outputs_container
+    for stream, text in (("stdout", FIRST), ("stderr", ERR)):  # as the job's command writes them through its mount
+        stack.blobs.get_blob_client(outputs, f"jobs/{job_id}/logs/{stream}.txt").upload_blob(text.encode())
+    out = stack.client.logs(job_id, "stdout", 0)
+    err = stack.client.logs(job_id, "stderr", 0)
+    assert (out["text"], out["source"]) == (FIRST.replace(KEY, "[REDACTED]"), "backend")
+    assert (err["text"], err["source"]) == (ERR.replace(SIGNATURE, "[REDACTED]"), "backend")

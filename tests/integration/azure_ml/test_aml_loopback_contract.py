@@ -17,6 +17,7 @@ import datetime
 import importlib.metadata
 import ipaddress
 import json
+import shlex
 import ssl
 import threading
 import uuid
@@ -36,6 +37,7 @@ from cryptography.x509.oid import NameOID
 
 from hastegeo.compute.azure_ml.adapter import AzureMLBackend, create
 from hastegeo.compute.azure_ml.client import create_ml_client
+from hastegeo.compute.azure_ml.streams import TEE
 from hastegeo.compute.context import BackendContext
 from hastegeo.compute.contract import BlobLocation, ComputeState
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
@@ -222,6 +224,9 @@ def test_real_ml_client_submits_the_pinned_job_body(
                 'ln -sfn "${{inputs.input_0}}" "$HASTE_JOB_WORKDIR/inputs/"scene.tif\n'
                 'mkdir -p "$(dirname "$HASTE_JOB_WORKDIR/inputs/"tiles)"\n'
                 'ln -sfn "${{inputs.input_1}}" "$HASTE_JOB_WORKDIR/inputs/"tiles\n'
+                "if command -v python3 >/dev/null 2>&1; then\n"
+                f'  exec python3 -c {shlex.quote(TEE)} "$HASTE_JOB_WORKDIR/logs" python -m hastegeo.workloads.imagery\n'
+                "fi\n"
                 "exec python -m hastegeo.workloads.imagery"
             ),
             "computeId": f"{WS}/computes/haste-cpu",

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from hastegeo.utils.errors import TransientBackendError, describe_exception
-from hastegeo.utils.redaction import REDACTED, RedactingFilter, install_redacting_filter, redact
+from hastegeo.utils.redaction import REDACTED, RedactingFilter, install_redacting_filter, redact, secret_spans
 
 SAS_URL = (
     "https://acct.blob.core.windows.net/c/b.tif?sv=2024-11-04&se=2026-12-01T00%3A00%3A00Z&sr=b&sp=r"
@@ -136,3 +136,10 @@ def test_describe_a_real_storage_error_by_its_code_value() -> None:
     exc = HttpResponseError(message="Server failed to authenticate the request.\nRequestId:r1\nTime:2026")
     exc.error_code = StorageErrorCode.AUTHORIZATION_FAILURE  # type: ignore[attr-defined]
     assert describe_exception(exc) == "AuthorizationFailure: Server failed to authenticate the request."
+
+
+def test_secret_spans_say_where_each_rule_matches() -> None:
+    text = "get https://a.blob.core.windows.net/c/b?sv=1&sig=abc%3D&se=2 with Bearer eyJ0.e30.sig done"
+    spans = sorted(secret_spans(text))
+    assert [text[start:end] for start, end in spans] == ["sig=abc%3D", "Bearer eyJ0.e30.sig", "eyJ0.e30.sig"]
+    assert secret_spans("nothing to hide here") == []

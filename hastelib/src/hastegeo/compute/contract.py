@@ -113,6 +113,17 @@ class OutputRead(_Frozen):
     unavailable_reason: str | None = None
 
 
+class StreamRead(_Frozen):
+    """A stream of one run (``run``: 0 the first; a requeue or retry starts one) as the backend answered.
+
+    ``data``: the asked run's bytes from the offset, None when it cannot serve them now; ``why``: why the
+    current run started, when it is not the first (docs/adr/0045)."""
+
+    run: int = 0
+    why: str | None = None
+    data: bytes | None = None
+
+
 class ComputeBackend(abc.ABC):
     """One backend. ``submit`` binds a repeat to a job ``is_same_submission`` accepts; ``status`` raises only
     Transient/TerminalBackendError; ``cancel`` of a finished job is fine; ``cleanup`` is best-effort and
@@ -149,6 +160,11 @@ class ComputeBackend(abc.ABC):
     def read_output_tail(
         self, handle: ComputeJobHandle, path: str, offset: int, limit: int = 64 * 1024
     ) -> bytes | None: ...
+
+    # stdout or stderr (``path``) of run ``run`` from ``offset``, and which run is under way now; None: the backend
+    # cannot tell. A backend whose jobs run once serves run 0 with ``read_output_tail``.
+    def read_stream(self, handle: ComputeJobHandle, path: str, run: int, offset: int, limit: int) -> StreamRead | None:
+        return StreamRead(data=self.read_output_tail(handle, path, offset, limit) if run == 0 else None)
 
     # Release clients and threads (the registry's owner calls this at shutdown).
     def close(self) -> None: ...

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import BlobClient, BlobServiceClient
 
-from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJobSpec, ComputeStatus
+from hastegeo.compute.contract import ComputeBackend, ComputeJobHandle, ComputeJobSpec, ComputeStatus, StreamRead
 from hastegeo.compute.registry import BackendRegistry
 from hastegeo.utils.errors import BackendUnavailableError, HasteError, TransientBackendError, describe_exception
 
@@ -154,6 +154,13 @@ class ExecutionService:
         """New bytes of a growing file (at most ``limit``), if the backend can serve them cheaply; else None."""
         try:
             return self._adapter(handle.backend).read_output_tail(handle, path, offset, limit)
+        except HasteError:
+            return None
+
+    def read_stream(self, handle: ComputeJobHandle, path: str, run: int, offset: int, limit: int) -> StreamRead | None:
+        """Run ``run`` of a job's stdout or stderr from the backend, and the run under way (None: it cannot tell)."""
+        try:
+            return self._adapter(handle.backend).read_stream(handle, path, run, offset, limit)
         except HasteError:
             return None
 

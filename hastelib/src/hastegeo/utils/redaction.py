@@ -50,6 +50,12 @@ def redact(text: str) -> str:
     return text
 
 
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where the rules match in ``text``, as (start, end): text cut inside one of these would split a
+    credential into halves that no rule recognises (docs/adr/0045)."""
+    return [match.span() for pattern, _ in _RULES for match in pattern.finditer(text)]
+
+
 class RedactingFilter(logging.Filter):
     """A logging filter that renders and redacts each record before any handler sees it.
 

@@ -24,12 +24,13 @@ from azure.batch import BatchClient
 from azure.batch.models._models import BatchJobTerminateOptions
 
 from hastegeo.checkpoints.access import account_url
-from hastegeo.compute.azure_batch import logcopy, taskspec
+from hastegeo.compute.azure_batch import taskspec
 from hastegeo.compute.azure_batch.capacity import pool_missing, pool_view, pool_wait
 from hastegeo.compute.azure_batch.errors import BATCH_ERRORS
 from hastegeo.compute.azure_batch.naming import provider_id
 from hastegeo.compute.azure_batch.settings import AuthMode, BatchSettings
 from hastegeo.compute.azure_batch.status import CANCEL_REASON, task_view, to_status
+from hastegeo.compute.azure_batch.streams import TaskStreams
 from hastegeo.compute.azure_batch.taskspec import JOB_ID_METADATA
 from hastegeo.compute.azure_batch.usage import PoolShape, node_priority, pool_shape, region_of, task_usage
 from hastegeo.compute.capacity import CapacityWait
@@ -40,6 +41,7 @@ from hastegeo.compute.contract import (
     ComputeJobSpec,
     ComputeStatus,
     OutputRead,
+    StreamRead,
 )
 from hastegeo.compute.identity import azure_credential
 from hastegeo.compute.retry import ErrorKind, Failed, ProviderCalls, RetryBudget, RetryPolicy
@@ -88,6 +90,7 @@ class BatchBackend(ComputeBackend):
         self._region = settings.region or region_of(settings.account_url)
         self._pools: dict[str, PoolShape | None] = {}  # what each pool is made of, for costs
         self._nodes: dict[str, Priority | None] = {}  # in pools of both kinds, whether each node is spot
+        self._streams = TaskStreams(client, self._calls, blob_service)
 
     # -- ComputeBackend --------------------------------------------------------------
 
@@ -193,31 +196,10 @@ class BatchBackend(ComputeBackend):
         log.warning("Batch job %s: %s not readable from the node (%s)", job_id, path, reason)
         return OutputRead(data=None, unavailable_reason=None if read.kind is ErrorKind.NOT_FOUND else reason)
 
-    def read_output_tail(
-        self, handle: ComputeJobHandle, path: str, offset: int, limit: int = 64 * 1024
-    ) -> bytes | None:
-        """stdout or stderr from the node by byte range, once, without waiting on it; None for any other file
-        and whenever the node does not answer (the blob copy serves then). What it served is kept in the blob
-        copy too (:mod:`.logcopy`), so a node that is gone later still leaves what anyone read of it."""
-        if path not in taskspec.STD_LOG_PATHS:
-            return None
+    def read_stream(self, handle: ComputeJobHandle, path: str, run: int, offset: int, limit: int) -> StreamRead | None:
+        """stdout or stderr of run ``run`` from the node by byte range, and the run under way (:mod:`.streams`)."""
         job_id, task_id = self._ids(handle)
-        # A range that starts inside the file (one byte early): where it would start at its end is not documented.
-        start = max(0, offset - 1)
-
-        def download() -> bytes:
-            ranged = f"bytes={start}-{offset + limit - 1}"
-            return b"".join(
-                self._client.download_task_file(job_id, task_id, taskspec.node_file_path(path), ocp_range=ranged)
-            )
-
-        read = self._calls.attempt(download, what=f"reading {path} of Batch task {task_id}", retry_on=())
-        if isinstance(read, Failed):
-            log.info("Batch job %s: %s not read from the node (%s)", job_id, path, read.reason)
-            return None
-        data = read[offset - start :]
-        logcopy.keep(self._blobs, handle.output.container, handle.output.child(path), offset, data)
-        return data
+        return self._streams.read(handle, job_id, task_id, path, run, offset, limit)
 
     def list_active(self) -> list[tuple[str, ComputeJobHandle]]:
         """(our job id, handle) of every active Batch job this pipeline created, for the reconciler."""

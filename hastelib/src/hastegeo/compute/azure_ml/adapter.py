@@ -197,12 +197,13 @@ class AzureMLBackend(ComputeBackend):
     def read_output_tail(
         self, handle: ComputeJobHandle, path: str, offset: int, limit: int = 64 * 1024
     ) -> bytes | None:
-        """stdout or stderr from the job's log in run history (:mod:`.joblog`), by byte range; None for any
-        other file, or when the log cannot be read (the blob copy is asked then)."""
+        """stdout or stderr by byte range, from its own file or the job's log in run history (:mod:`.joblog`);
+        None for any other file, or when neither can be read (the blob copy is asked then)."""
         if path not in STD_LOG_PATHS:
             return None
         name = handle.provider_ids["job_name"]
-        return read_stream(self._run_details(name, "is read"), offset, limit, name)
+        own = self._blobs.get_blob_client(handle.output.container, handle.output.child(path))
+        return read_stream(own, lambda: self._run_details(name, "is read"), offset, limit, name)
 
     def cancel(self, handle: ComputeJobHandle) -> None:
         name = handle.provider_ids["job_name"]

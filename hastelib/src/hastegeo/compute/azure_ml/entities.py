@@ -36,6 +36,7 @@ from hastegeo.checkpoints.layout import CHECKPOINTS, COMPUTE_IDENTITY
 from hastegeo.checkpoints.layout import DIR_VARIABLE as CHECKPOINT_DIR_VARIABLE
 from hastegeo.compute.azure_ml.events import TAG_JOB_ID
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource, parse_environment_reference
+from hastegeo.compute.azure_ml.streams import exec_lines
 from hastegeo.compute.contract import ComputeJobSpec
 from hastegeo.profiles import Tier
 from hastegeo.utils.errors import ConfigurationError
@@ -157,7 +158,7 @@ def job_command(spec: ComputeJobSpec) -> str:
         dest = shlex.quote(item.dest.strip("/"))
         lines.append(f'mkdir -p "$(dirname "{workdir}/inputs/"{dest})"')
         lines.append(f'ln -sfn "${{{{inputs.{input_name(index)}}}}}" "{workdir}/inputs/"{dest}')
-    lines.append("exec " + shlex.join(spec.argv))
+    lines += exec_lines(spec.argv, f'"{workdir}/logs"')  # each stream in a file of its own too (.streams)
     return "\n".join(lines)
 
 

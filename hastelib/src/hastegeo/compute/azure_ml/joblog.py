@@ -1,10 +1,13 @@
-"""A running Azure ML job's output, by byte range, from its run history (docs/adr/0045).
+"""A running Azure ML job's stdout or stderr, by byte range (docs/adr/0045).
 
-Run details list the job's log files with a read URL each (``log_files``: name → SAS URL),
-as ``jobs.stream`` of the SDK reads them. The command's output is the streamable user log
-(``user_logs/std_log.txt``, chosen with the SDK's own pattern), which holds what the
-command wrote to stdout and to stderr: both streams read it. It is read by range straight
-from the URL, so a follower costs one run-details read and one ranged blob read.
+The job's command writes each stream to a file of its own in its ``logs`` output, which lands
+under the job's blob prefix (:mod:`.streams`): that file is read by range when it exists, one
+ranged read. Else (an image without ``python3``, a job submitted before) the command's output is
+the one log run history keeps of it: run details list the job's log files with a read URL each
+(``log_files``: name → SAS URL), as ``jobs.stream`` of the SDK reads them, and the streamable
+user log (``user_logs/std_log.txt``, chosen with the SDK's own pattern) holds both streams. It is
+read by range straight from the URL: one run-details read and one ranged read. The runtime creates
+the files before the workload starts, so a job's stream is read from one of the two throughout.
 The URL is a credential: it is never logged (a failure is described without it).
 """
 
@@ -12,11 +15,13 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from azure.ai.ml.constants._job.job import JobLogPattern
 
 from hastegeo.compute.transfer import read_range
+from hastegeo.utils.errors import describe_exception
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +36,18 @@ def stream_log_url(details: Any) -> str | None:
     return files[names[0]] if names else None
 
 
-def read_stream(details: Any, offset: int, limit: int, job: str) -> bytes | None:
-    """At most ``limit`` bytes of the job's output from ``offset``; None when there is no log to read (yet)."""
-    url = stream_log_url(details) if details is not None else None
+def read_stream(own: Any, details: Callable[[], Any], offset: int, limit: int, job: str) -> bytes | None:
+    """At most ``limit`` bytes of the stream from ``offset``: from its own file (``own``, a BlobClient), else the
+    combined log of run details (``details()``, read only then); None when there is no log to read (yet)."""
+    try:
+        served = read_range(own, offset, limit)
+    except Exception as exc:  # best-effort: the reader asks again
+        log.info("Azure ML job %s: its stream was not read from blob (%s)", job, describe_exception(exc))
+        return None
+    if served is not None:  # it exists (b"": nothing new)
+        return served
+    found = details()
+    url = stream_log_url(found) if found is not None else None
     if url is None:
         return None
     from azure.storage.blob import BlobClient, LinearRetry
