@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from azure.ai.ml.constants._job.job import JobLogPattern
@@ -24,6 +25,19 @@ STD_LOG_PATHS = ("logs/stdout.txt", "logs/stderr.txt")
 _STREAMABLE = re.compile(JobLogPattern.COMMON_RUNTIME_STREAM_LOG_PATTERN)
 
 
+@dataclass(frozen=True)
+class LogReadBudget:
+    """How long one read of the log may take: an HTTP request waits on it, so one retry and short
+    timeouts; the follower asks again anyway. Injected (the adapter's ``create``) so that a test on a
+    loaded machine can give its storage the time it needs without changing what production waits."""
+
+    connect_timeout_s: float = 2.0
+    read_timeout_s: float = 5.0
+
+
+LOG_READ_BUDGET = LogReadBudget()
+
+
 def stream_log_url(details: Any) -> str | None:
     """The read URL of the job's streamable user log in ``details`` (RunDetails), if it has one yet."""
     files: dict[str, str] = dict(getattr(details, "log_files", None) or {})
@@ -31,16 +45,20 @@ def stream_log_url(details: Any) -> str | None:
     return files[names[0]] if names else None
 
 
-def read_stream(details: Any, offset: int, limit: int, job: str) -> bytes | None:
+def read_stream(
+    details: Any, offset: int, limit: int, job: str, budget: LogReadBudget = LOG_READ_BUDGET
+) -> bytes | None:
     """At most ``limit`` bytes of the job's output from ``offset``; None when there is no log to read (yet)."""
     url = stream_log_url(details) if details is not None else None
     if url is None:
         return None
     from azure.storage.blob import BlobClient, LinearRetry
 
-    # An HTTP request waits on this: one retry, short timeouts; the follower asks again anyway.
     client = BlobClient.from_blob_url(
-        url, retry_policy=LinearRetry(backoff=1, retry_total=1), connection_timeout=2, read_timeout=5
+        url,
+        retry_policy=LinearRetry(backoff=1, retry_total=1),
+        connection_timeout=budget.connect_timeout_s,
+        read_timeout=budget.read_timeout_s,
     )
     try:
         return read_range(client, offset, limit)
