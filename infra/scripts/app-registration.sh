@@ -180,7 +180,7 @@ existing="$(az rest --method GET --uri "$GRAPH/servicePrincipals/$sp_id/appRoleA
   --query "value[].[principalId, appRoleId]" --output tsv)"
 assign() { # principal role-id role-name kind
   [ -n "$1" ] || return 0
-  if printf '%s\n' "$existing" | grep -qi "^$1[[:space:]]*$2\$"; then
+  if holds_role "$existing" "$1" "$2"; then
     log "$4 $1 already has $3"
     return 0
   fi

@@ -13,6 +13,12 @@
 # graph_refused <file>
 #   Whether the stderr kept in <file> is Microsoft Graph refusing for want of a permission
 #   (403 Authorization_RequestDenied, "Insufficient privileges"), as opposed to any other failure.
+#
+# holds_role <assignments> <principal id> <app role id>
+#   Whether <assignments> (Graph's appRoleAssignedTo as tsv lines "<principal>\t<role>") already
+#   gives the principal that role (ids compared without case). The list goes to grep as a
+#   here-string: piped from printf, grep -q leaving at its first match killed printf's next write
+#   (SIGPIPE), pipefail failed the pipeline, and an assignment held was sent again.
 
 # LAST_STDERR: the stderr of the last failed until_propagated run (read by the scripts that source this).
 export LAST_STDERR=""
@@ -52,6 +58,10 @@ until_propagated() {
 
 graph_refused() {
   grep -Eq "$GRAPH_REFUSED_PATTERN" "$1"
+}
+
+holds_role() {
+  grep -qi "^$2[[:space:]]*$3\$" <<<"$1"
 }
 
 # refused_by_graph <script> <what was refused> <what it needs>

@@ -68,7 +68,7 @@ if ! until_propagated project-groups az rest --method GET --uri "$GRAPH/serviceP
 fi
 existing="$(cat "$workdir/existing")"
 for group in "${ids[@]}"; do
-  if printf '%s\n' "$existing" | grep -qi "^${group}[[:space:]]*${READER_ROLE_ID}\$"; then
+  if holds_role "$existing" "$group" "$READER_ROLE_ID"; then
     log "project group $group is already assigned"
     continue
   fi

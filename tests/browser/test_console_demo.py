@@ -1,4 +1,9 @@
-"""`make demo KEEP=1`: the demo prints the console's address and keeps serving it until Ctrl-C."""
+"""`make demo` and `make demo KEEP=1`: the chain of real jobs runs through the HTTP API, and with
+``--serve`` the demo prints the console's address and keeps serving it until Ctrl-C.
+
+One run of the demo shows both (the chain is the same either way; ``--serve`` only keeps the stack up
+after it): the README's first command is this run minus the serving.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +41,14 @@ def test_demo_serves_the_console_until_interrupted(browser: Any, shoot: Callable
             assert time.monotonic() < deadline, "".join(lines)
             lines.append(line)
         output = "".join(lines)
+        # The chain (`make demo`): every job succeeded, and the packaging job's outputs are listed.
+        assert "succeeded" in output
+        assert "outputs/artifacts.zip" in output
+        # Inference on every tile as one group; the packaging job waited for the whole group, then ran.
+        assert re.search(r"POST /api/groups -> inference group (g\w+): 4 tiles", output), output
+        assert "[" + "=" * 30 + "] 4/4 ended  4 succeeded" in output
+        assert re.search(r"artifacts job k\w+, after: \[g\w+\]", output), output
+        assert "everything it waited for succeeded; submitting" in output
         announced = re.search(r"web console at (http://127\.0\.0\.1:\d+/api/console/)", output)
         assert announced, output
         serving = re.search(r"Serving the web console at (\S+)", output)

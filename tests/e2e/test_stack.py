@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +11,6 @@ import pytest
 from azure.storage.blob import BlobServiceClient
 
 from hastegeo.cli.client import ApiClient, ApiError
-from hastegeo_dev.checkout import repo_root
 from hastegeo_dev.stack import LocalStack
 from tests.support.runtime import development_runtime
 
@@ -141,40 +136,6 @@ def test_cancel_through_the_api(stack: LocalStack) -> None:
     assert final[first["id"]]["state"] == "succeeded"
     assert final[second["id"]]["state"] == "cancelled"
     assert final[second["id"]]["outputs"] == []
-
-
-def test_make_demo_command_succeeds() -> None:
-    """The README's first command, minus the install step (the suite already runs in the venv)."""
-    stdout, stderr, returncode = _run_interrupting_on_timeout([sys.executable, "-m", "hastegeo_dev", "demo"], 180)
-    assert returncode == 0, stdout + stderr
-    assert "succeeded" in stdout
-    assert "outputs/artifacts.zip" in stdout
-    # Inference on every tile as one group; the packaging job waited for the whole group, then ran.
-    assert re.search(r"POST /api/groups -> inference group (g\w+): 4 tiles", stdout), stdout
-    assert "[" + "=" * 30 + "] 4/4 ended  4 succeeded" in stdout
-    assert re.search(r"artifacts job k\w+, after: \[g\w+\]", stdout), stdout
-    assert "everything it waited for succeeded; submitting" in stdout
-
-
-def _run_interrupting_on_timeout(argv: list[str], timeout_s: float) -> tuple[str, str, int]:
-    """Run ``argv`` in the checkout; past ``timeout_s``, stop it as Ctrl-C would, then fail.
-
-    The demo starts Azurite and the host in sessions of their own, so killing the demo
-    alone (what ``subprocess.run`` does on a timeout) would leave both running; an
-    interrupt lets it stop them on its way out.
-    """
-    with subprocess.Popen(argv, cwd=repo_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
-        try:
-            stdout, stderr = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGINT)
-            try:
-                stdout, stderr = process.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                stdout, stderr = process.communicate()
-            pytest.fail(f"{' '.join(argv[1:])} did not end within {timeout_s:.0f}s:\n{stdout}{stderr}")
-        return stdout, stderr, process.returncode
 
 
 def test_cors_preflight_follows_the_settings(stack: LocalStack) -> None:

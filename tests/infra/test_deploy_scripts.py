@@ -163,6 +163,42 @@ def test_project_groups_are_assigned_once_on_every_deploy(az: StubAz) -> None:
     assert f"project group {READERS} is already assigned" in result.stderr
 
 
+def many_assignments(first: str, role: str) -> str:
+    """What Graph lists for an app with thousands of assignments: ``first`` holds ``role``, then users."""
+    users = "".join(f"{i:08d}-0000-4000-8000-000000000000\t{role}\n" for i in range(3000))
+    return f"{first}\t{role}\n{users}"
+
+
+def test_an_assignment_found_among_thousands_is_not_sent_again(az: StubAz) -> None:
+    """The check stops reading at its first match: the rest of the list must not turn it into a miss.
+
+    (A pipe from printf into ``grep -q`` under pipefail did: grep left early, printf's next write
+    died of SIGPIPE, the pipeline failed, and the assignment was sent again; on a short list only
+    when the machine was slow enough to split the write, on a long one every time.)
+    """
+    reader = re.search(r'READER_ROLE_ID="([^"]+)"', (SCRIPTS / "project-groups.sh").read_text(encoding="utf-8"))
+    assert reader
+    listed = many_assignments(READERS, reader.group(1))
+    az.answer([{"match": ["rest", "--method", "GET"], "stdout": listed}])
+    result = run("project-groups.sh", az, "client-1", "sp-1", HASTE_PROJECT_GROUPS=f"{READERS}=beta")
+    assert result.returncode == 0, result.stderr
+    assert posts(az) == []
+    assert f"project group {READERS} is already assigned" in result.stderr
+    az.log.unlink()
+    az.answer(
+        [
+            {"match": ["ad", "app", "list"], "stdout": "client-1\n"},
+            {"match": ["ad", "app", "show"], "stdout": "object-1\n"},
+            {"match": ["ad", "sp", "list"], "stdout": "sp-1\n"},
+            {"match": ["rest", "--method", "GET"], "stdout": listed},
+        ]
+    )
+    registered = run("app-registration.sh", az, "--name", "haste-dev", "--readers", READERS)
+    assert registered.returncode == 0, registered.stderr
+    assert posts(az) == []
+    assert f"group {READERS} already has Haste.Reader" in registered.stderr
+
+
 def test_project_groups_say_what_they_need_and_refuse_a_bad_mapping(az: StubAz) -> None:
     az.answer(
         [

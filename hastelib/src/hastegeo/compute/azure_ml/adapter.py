@@ -19,6 +19,7 @@ fly, a run that uses a local code snapshot — is logged, kept in the handle's
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -42,7 +43,7 @@ from hastegeo.compute.azure_ml.entities import (
 from hastegeo.compute.azure_ml.environments import ensure_registered
 from hastegeo.compute.azure_ml.errors import BACKEND, COORDINATES, aml_calls
 from hastegeo.compute.azure_ml.events import TAG_JOB_ID
-from hastegeo.compute.azure_ml.joblog import STD_LOG_PATHS, read_stream
+from hastegeo.compute.azure_ml.joblog import LOG_READ_BUDGET, STD_LOG_PATHS, LogReadBudget, read_stream
 from hastegeo.compute.azure_ml.settings import AmlSettings, EnvironmentSource
 from hastegeo.compute.azure_ml.status import QUEUED_STATUSES, TERMINAL_STATUSES, map_status, status_text
 from hastegeo.compute.azure_ml.usage import job_usage
@@ -89,8 +90,10 @@ class AzureMLBackend(ComputeBackend):
         *,
         calls: ProviderCalls,
         clock: Callable[[], datetime],
+        log_budget: LogReadBudget = LOG_READ_BUDGET,
     ) -> None:
         self._settings = settings
+        self._log_budget = log_budget
         self._client = client
         self._blobs = blob_service
         self._calls = calls
@@ -203,7 +206,8 @@ class AzureMLBackend(ComputeBackend):
             return None
         name = handle.provider_ids["job_name"]
         own = self._blobs.get_blob_client(handle.output.container, handle.output.child(path))
-        return read_stream(own, lambda: self._run_details(name, "is read"), offset, limit, name)
+        details = functools.partial(self._run_details, name, "is read")  # read only when the stream has no file
+        return read_stream(own, details, offset, limit, name, self._log_budget)
 
     def cancel(self, handle: ComputeJobHandle) -> None:
         name = handle.provider_ids["job_name"]
@@ -315,7 +319,9 @@ class AzureMLBackend(ComputeBackend):
         )
 
 
-def create(context: BackendContext, client_factory: ClientFactory | None = None) -> AzureMLBackend:
+def create(
+    context: BackendContext, client_factory: ClientFactory | None = None, log_budget: LogReadBudget = LOG_READ_BUDGET
+) -> AzureMLBackend:
     """The production factory the registry calls (``hastegeo.compute.azure_ml.adapter:create``).
 
     Raises:
@@ -328,4 +334,6 @@ def create(context: BackendContext, client_factory: ClientFactory | None = None)
         raise ConfigurationError(f"AML_CODE_DIR {settings.code_dir!r} is not a directory")
     client = (client_factory or create_ml_client)(settings)
     calls = aml_calls(settings.retry_attempts, settings.retry_delay_s, context.sleep)
-    return AzureMLBackend(settings, client, context.blob_service, calls=calls, clock=context.clock)
+    return AzureMLBackend(
+        settings, client, context.blob_service, calls=calls, clock=context.clock, log_budget=log_budget
+    )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from azure.ai.ml.constants._job.job import JobLogPattern
@@ -29,6 +30,19 @@ STD_LOG_PATHS = ("logs/stdout.txt", "logs/stderr.txt")
 _STREAMABLE = re.compile(JobLogPattern.COMMON_RUNTIME_STREAM_LOG_PATTERN)
 
 
+@dataclass(frozen=True)
+class LogReadBudget:
+    """How long one read of the log may take: an HTTP request waits on it, so one retry and short
+    timeouts; the follower asks again anyway. Injected (the adapter's ``create``) so that a test on a
+    loaded machine can give its storage the time it needs without changing what production waits."""
+
+    connect_timeout_s: float = 2.0
+    read_timeout_s: float = 5.0
+
+
+LOG_READ_BUDGET = LogReadBudget()
+
+
 def stream_log_url(details: Any) -> str | None:
     """The read URL of the job's streamable user log in ``details`` (RunDetails), if it has one yet."""
     files: dict[str, str] = dict(getattr(details, "log_files", None) or {})
@@ -36,7 +50,14 @@ def stream_log_url(details: Any) -> str | None:
     return files[names[0]] if names else None
 
 
-def read_stream(own: Any, details: Callable[[], Any], offset: int, limit: int, job: str) -> bytes | None:
+def read_stream(
+    own: Any,
+    details: Callable[[], Any],
+    offset: int,
+    limit: int,
+    job: str,
+    budget: LogReadBudget = LOG_READ_BUDGET,
+) -> bytes | None:
     """At most ``limit`` bytes of the stream from ``offset``: from its own file (``own``, a BlobClient), else the
     combined log of run details (``details()``, read only then); None when there is no log to read (yet)."""
     try:
@@ -52,9 +73,11 @@ def read_stream(own: Any, details: Callable[[], Any], offset: int, limit: int, j
         return None
     from azure.storage.blob import BlobClient, LinearRetry
 
-    # An HTTP request waits on this: one retry, short timeouts; the follower asks again anyway.
     client = BlobClient.from_blob_url(
-        url, retry_policy=LinearRetry(backoff=1, retry_total=1), connection_timeout=2, read_timeout=5
+        url,
+        retry_policy=LinearRetry(backoff=1, retry_total=1),
+        connection_timeout=budget.connect_timeout_s,
+        read_timeout=budget.read_timeout_s,
     )
     try:
         return read_range(client, offset, limit)
