@@ -35,6 +35,10 @@ from .ground_truth import Scene, starts_env
 
 pytestmark = [pytest.mark.azurite, pytest.mark.slow]
 TERMINAL = {"succeeded", "failed", "cancelled"}
+# A scenario fails when no job has ended for this long (stuck), not when a busy machine makes 100 jobs slow;
+# CAP_S still bounds it.
+STALL_S = 120.0
+CAP_S = 1800.0
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +48,16 @@ def own_azurite() -> Iterator[Azurite]:
         yield emulator
 
 
-def wait_terminal(client: ApiClient, ids: list[str], timeout: float) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
+def wait_terminal(client: ApiClient, ids: list[str], stall: float = STALL_S) -> list[dict[str, Any]]:
+    """Every job's final view, waiting while jobs keep ending: it fails once none has ended for ``stall``
+    seconds (a stuck job, not a slow machine), and in any case after :data:`CAP_S`."""
+    started = last = time.monotonic()
     finals: dict[str, dict[str, Any]] = {}
     while len(finals) < len(ids):
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now - last > stall or now - started > CAP_S:
             stuck = {i: client.get(i)["state"] for i in ids if i not in finals}
-            raise AssertionError(f"{len(stuck)} job(s) not terminal after {timeout}s: {stuck}")
+            raise AssertionError(f"{len(stuck)} job(s) not terminal, none ended for {now - last:.0f}s: {stuck}")
         for job_id in ids:
             if job_id not in finals:
                 try:
@@ -59,6 +66,7 @@ def wait_terminal(client: ApiClient, ids: list[str], timeout: float) -> list[dic
                     continue  # the host may be down for a moment
                 if job["state"] in TERMINAL:
                     finals[job_id] = job
+                    last = time.monotonic()
         time.sleep(0.3)
     return [finals[i] for i in ids]
 
@@ -148,7 +156,7 @@ def test_host_killed_at_random_moments(tmp_path: Path, outcome: Outcome) -> None
             stack.host.kill()
             stack.start_host()
             client = ApiClient(stack.base_url)
-        finals = wait_terminal(client, ids, timeout=180)
+        finals = wait_terminal(client, ids)
         ground_truth.check(outcome, stack_scene(stack, tmp_path))
     check_jobs(outcome, finals, tmp_path / "local")
     assert outcome.succeeded == len(ids), outcome.notes
@@ -174,7 +182,7 @@ def test_storage_outage_mid_run(tmp_path: Path, outcome: Outcome) -> None:
         stack.azurite.stop()
         time.sleep(3)  # longer than a lease: in-flight messages and nudges fail meanwhile
         stack.azurite.start(blob_port=blob_port, queue_port=queue_port)
-        finals = wait_terminal(client, ids, timeout=180)
+        finals = wait_terminal(client, ids)
         ground_truth.check(outcome, stack_scene(stack, tmp_path))
         log = (tmp_path / "host.log").read_text()
     check_jobs(outcome, finals, tmp_path / "local")

@@ -92,9 +92,12 @@ def verify(runtime: Runtime, outcome: Outcome, tmp_path: Path) -> None:
 def finish(runtime: Runtime, ids: list[str]) -> None:
     import time
 
-    deadline = time.monotonic() + 60
-    while not all(runtime.store.get(i).state.terminal for i in ids):
-        assert time.monotonic() < deadline
+    # Fails when no job has ended for a minute (stuck), not when a busy machine makes many jobs slow.
+    last, ended = time.monotonic(), 0
+    while (done := sum(runtime.store.get(i).state.terminal for i in ids)) < len(ids):
+        if done > ended:
+            last, ended = time.monotonic(), done
+        assert time.monotonic() - last < 60, f"{len(ids) - done} job(s) not terminal, none ended for a minute"
         for job_id in ids:
             job = runtime.store.get(job_id)
             if not job.state.terminal:

@@ -52,7 +52,7 @@ def test_events_match_the_stored_changes_after_a_killed_host(tmp_path: Path, out
             stack.host.kill()
             stack.start_host()
             client = ApiClient(stack.base_url)
-        finals = wait_terminal(client, ids, timeout=180)
+        finals = wait_terminal(client, ids)
         scene = stack_scene(stack, tmp_path)
         ground_truth.check(outcome, scene)  # a host drains the queues meanwhile
         assert stack.host is not None

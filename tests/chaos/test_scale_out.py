@@ -46,7 +46,7 @@ def test_two_hosts_split_one_burst_without_running_a_job_twice(tmp_path: Path, o
             clients = [ApiClient(stack.base_url), ApiClient(second.base_url)]
             body = {"workload": "artifacts", "projectId": "p1", "inputs": [{"blob": "p1/a.txt"}]}
             ids = [clients[i % 2].submit(body, idempotency_key=f"split-{i}")["id"] for i in range(jobs)]
-            finals = wait_terminal(clients[1], ids, timeout=240)
+            finals = wait_terminal(clients[1], ids)
             ground_truth.check(outcome, stack_scene(stack, tmp_path))
         finally:
             second.stop()

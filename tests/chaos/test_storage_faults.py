@@ -127,7 +127,7 @@ def test_storage_faults_in_bursts(tmp_path: Path, outcome: Outcome) -> None:
             time.sleep(rng.uniform(2, 4))  # the jobs run with faults on for a while ...
             for proxy in proxies:
                 proxy.set_plan(FaultPlan())  # ... then storage recovers
-            finals = wait_terminal(client, [ids[key] for key in keys], timeout=240)
+            finals = wait_terminal(client, [ids[key] for key in keys])
             # A message whose delete failed under faults comes back after its lease and host.json's
             # visibility timeout, then goes: the queues get a minute to drain, not the default half.
             scene = stack_scene(stack, tmp_path)

@@ -110,7 +110,7 @@ def main() -> int:
                 time.sleep(max(0.0, 1 / rate - 0.01))
             for proxy in proxies:
                 proxy.set_plan(FaultPlan())
-            finals = wait_terminal(client, ids, timeout=600)
+            finals = wait_terminal(client, ids, stall=600)
             scene = stack_scene(stack, work)
             scene.settle_s = SETTLE_S
             ground_truth.check(outcome, scene)
