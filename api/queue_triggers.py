@@ -36,15 +36,17 @@ def _pointer(msg: func.QueueMessage, queue: str) -> JobMessage | None:
 
 @bp.queue_trigger(arg_name="msg", queue_name=SUBMIT_QUEUE, connection=CONNECTION)
 def submit_trigger(msg: func.QueueMessage) -> None:
-    message = _pointer(msg, SUBMIT_QUEUE)
-    if message is not None:
-        get_runtime().submit.handle(message)
+    _submit(msg, SUBMIT_QUEUE)
 
 
 @bp.queue_trigger(arg_name="msg", queue_name=ITEMS_SUBMIT_QUEUE, connection=CONNECTION)
 def items_submit_trigger(msg: func.QueueMessage) -> None:
     # A group item's first submit: the same step, read beside jobs-submit rather than ahead of it (ADR 0040).
-    message = _pointer(msg, ITEMS_SUBMIT_QUEUE)
+    _submit(msg, ITEMS_SUBMIT_QUEUE)
+
+
+def _submit(msg: func.QueueMessage, queue: str) -> None:
+    message = _pointer(msg, queue)
     if message is not None:
         get_runtime().submit.handle(message)
 
