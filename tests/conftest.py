@@ -13,6 +13,7 @@ from hastegeo.runtime import Runtime
 from hastegeo.settings.load import load_settings
 from hastegeo_dev.devhost.azurite import Azurite
 from tests.support.runtime import development_runtime
+from tests.support.storage import isolated_storage
 
 RuntimeFactory = Callable[..., Runtime]
 
@@ -49,10 +50,7 @@ def make_runtime(azurite: Azurite, tmp_path: Path, unique: str) -> Iterator[Runt
 
     def factory(**overrides: str) -> Runtime:
         env = {
-            "AzureWebJobsStorage": azurite.connection_string,
-            "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-            "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-            "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+            **isolated_storage(azurite.connection_string, unique),
             "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
             "HASTE_LOCAL_SLOTS": "2",
             "HASTE_POLL_INITIAL_S": "1",
@@ -81,10 +79,7 @@ def api_settings(
 
     def apply(**overrides: str) -> None:
         settings = {
-            "AzureWebJobsStorage": azurite.connection_string,
-            "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-            "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-            "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+            **isolated_storage(azurite.connection_string, unique),
             "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
             **overrides,
         }

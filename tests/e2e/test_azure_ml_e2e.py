@@ -28,6 +28,7 @@ from hastegeo_dev.devhost.host import DevHost
 from hastegeo_dev.devhost.queue_driver import DriverOptions
 from hastegeo_dev.testing.aml_standin import StandInMLClient
 from tests.support.aml import AML_SETTINGS, route_to_standin
+from tests.support.storage import isolated_storage
 
 pytestmark = [pytest.mark.azurite]
 REPO = Path(__file__).resolve().parents[2]
@@ -53,10 +54,7 @@ def start(
 
     def run(**env: str) -> Stack:
         settings = {
-            "AzureWebJobsStorage": azurite.connection_string,
-            "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-            "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-            "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+            **isolated_storage(azurite.connection_string, unique),
             "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
             "HASTE_BACKENDS_ENABLED": "local,azure_ml",
             "HASTE_POLL_INITIAL_S": "1",

@@ -34,6 +34,7 @@ from hastegeo_dev.testing.aml_standin import StandInMLClient
 from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.support.aml import AML_SETTINGS, route_to_standin
 from tests.support.processors import SUCCEED, ScriptProcessor
+from tests.support.storage import isolated_storage
 
 pytestmark = [pytest.mark.azurite]
 REPO = Path(__file__).resolve().parents[2]
@@ -88,10 +89,7 @@ class Stack:
 def stack(azurite: Azurite, clean_env: pytest.MonkeyPatch, unique: str, tmp_path: Path) -> Iterator[Stack]:
     batch = BatchTestService(azurite.connection_string).start()
     settings = {
-        "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
+        **isolated_storage(azurite.connection_string, unique),
         "HASTE_LOCAL_ROOT": str(tmp_path / "local"),
         "HASTE_BACKENDS_ENABLED": "local,azure_batch,azure_ml",
         "HASTE_POLL_INITIAL_S": "1",

@@ -20,6 +20,7 @@ from hastegeo.store.queues import JobMessage
 from hastegeo_dev.devhost.azurite import ACCOUNT_KEY, Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.support.runtime import development_runtime
+from tests.support.storage import isolated_storage
 
 from .conftest import drive, put_input, request
 
@@ -30,10 +31,7 @@ pytestmark = pytest.mark.azurite
 def batch_runtime(azurite: Azurite, unique: str, tmp_path: object) -> Iterator[tuple[Runtime, BatchTestService]]:
     service = BatchTestService(azurite.connection_string).start()
     env = {
-        "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        **isolated_storage(azurite.connection_string, unique),
         "HASTE_BACKENDS_ENABLED": "azure_batch",
         "BATCH_ACCOUNT_URL": service.url,
         "BATCH_AUTH_MODE": "shared_key",

@@ -24,6 +24,7 @@ from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.support.clock import Clock
 from tests.support.runtime import development_runtime
+from tests.support.storage import isolated_storage
 
 from .conftest import drive, put_input, request
 
@@ -39,10 +40,7 @@ def running(
     """A runtime over the Batch test service (its ``artifacts`` pool is :data:`POOL`) with ``env`` on top."""
     service = BatchTestService(azurite.connection_string).start()
     settings = {
-        "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        **isolated_storage(azurite.connection_string, unique),
         **service.settings(("artifacts",)),
         "BATCH_POOLS": f"artifacts={POOL}",
         **env,

@@ -24,6 +24,7 @@ from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.integration.conftest import drive
 from tests.support.runtime import development_runtime
+from tests.support.storage import isolated_storage
 
 EPOCHS = 8
 # About a quarter of a second per epoch here: far longer than the test service takes to see an epoch's
@@ -39,10 +40,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> SampleScene:
 
 def environment(azurite: Azurite, unique: str, backends: str, service: BatchTestService | None) -> dict[str, str]:
     env = {
-        "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        **isolated_storage(azurite.connection_string, unique),
         "HASTE_BACKENDS_ENABLED": backends,
     }
     if service is not None:

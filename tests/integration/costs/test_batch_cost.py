@@ -22,6 +22,7 @@ from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.integration.conftest import drive, put_input, request
 from tests.support.processors import ScriptProcessor
 from tests.support.runtime import development_runtime
+from tests.support.storage import isolated_storage
 
 pytestmark = pytest.mark.azurite
 REGION = "westeurope"
@@ -30,10 +31,7 @@ REGION = "westeurope"
 def batch_env(azurite: Azurite, unique: str, service: BatchTestService, **extra: str) -> dict[str, str]:
     """The pipeline on the Batch test service, priced in :data:`REGION`, in containers of its own."""
     return {
-        "AzureWebJobsStorage": azurite.connection_string,
-        "HASTE_JOBS_CONTAINER": f"jobs-{unique}",
-        "HASTE_OUTPUTS_CONTAINER": f"outputs-{unique}",
-        "HASTE_INPUTS_CONTAINER": f"inputs-{unique}",
+        **isolated_storage(azurite.connection_string, unique),
         "HASTE_BACKENDS_ENABLED": "azure_batch",
         **service.settings(("artifacts",)),
         "BATCH_POOLS": "artifacts=cpu-pool",
