@@ -9,9 +9,11 @@ import time
 from collections.abc import Callable
 
 import pytest
-from azure.storage.queue import QueueClient
+from azure.storage.queue import QueueClient, QueueServiceClient
 from devhost_helpers import Running
 
+from hastegeo.store.queues import QueueSender
+from hastegeo.store.sends import listen_for_sends
 from hastegeo_dev.devhost.azurite import Azurite
 
 pytestmark = pytest.mark.azurite
@@ -158,3 +160,45 @@ def test_stop_is_prompt_while_pollers_sleep(start_host: Callable[..., Running]) 
     started = time.monotonic()
     running.host.stop()
     assert time.monotonic() - started < 1.0
+
+
+def test_the_apps_own_send_wakes_the_listener_and_anothers_waits_for_its_poll(
+    start_host: Callable[..., Running],
+) -> None:
+    # Azure wakes a listener only for an output binding's send; the development host also for the app's
+    # own sends (QueueSender), so an idle stack starts a job at once (docs/adr/0050).
+    running = start_host(queues={"maxPollingInterval": "00:01:00"})
+    queue = f"{running.prefix}-work"
+    time.sleep(1.6)  # polls at about 0, 0.1, 0.3, 0.7 and 1.5 s: the next comes at about 3.1 s
+    running.work.send_message(json.dumps({"key": "theirs"}))  # not through the app: nobody is told
+    time.sleep(0.3)
+    assert running.recorder.of("theirs") == []
+    own = QueueSender(QueueServiceClient.from_connection_string(running.connection_string))
+    sent = time.monotonic()
+    own.send_text(queue, json.dumps({"key": "own"}))
+    assert running.recorder.wait_for(lambda r: len(r.of("own")) == 1 and len(r.of("theirs")) == 1, timeout=3)
+    assert running.recorder.of("own")[0].at - sent < 0.5  # not the 1.2 s left of the back-off
+
+
+def test_only_sends_ready_at_once_are_told_and_a_failing_listener_costs_no_send(azurite: Azurite, unique: str) -> None:
+    queue = f"told{unique}"
+    heard: list[str] = []
+
+    def broken(name: str) -> None:
+        raise RuntimeError("a listener that fails")
+
+    stop_broken, stop = listen_for_sends(broken), listen_for_sends(heard.append)
+    service = QueueServiceClient.from_connection_string(azurite.connection_string)
+    sender = QueueSender(service)
+    sender.create(queue)
+    try:
+        assert sender.send_text(queue, "now") is not None
+        assert sender.send_text(queue, "later", delay_s=30) is not None  # invisible: no listener can take it yet
+        assert heard == [queue]
+        stop()
+        sender.send_text(queue, "unheard")
+        assert heard == [queue]
+    finally:
+        stop()
+        stop_broken()
+        service.delete_queue(queue)

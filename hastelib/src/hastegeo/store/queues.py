@@ -24,6 +24,7 @@ from pydantic.alias_generators import to_camel
 
 from hastegeo.models.ids import ID_PATTERN
 from hastegeo.models.job import QueuedMessage
+from hastegeo.store import sends
 from hastegeo.telemetry.tracer import current_traceparent
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,8 @@ class QueueSender:
     def send_text(self, queue: str, text: str, delay_s: float = 0) -> QueuedMessage | None:
         visibility = max(0, min(round(delay_s), 7 * 24 * 3600))
         sent = self.client(queue).send_message(text, visibility_timeout=visibility or None)
+        if not visibility:
+            sends.sent(queue)  # ready now: a listener that backed off may look at once (ADR 0050)
         return QueuedMessage(id=sent.id, receipt=sent.pop_receipt) if sent.id and sent.pop_receipt else None
 
     def delete(self, queue: str, message: QueuedMessage) -> bool:

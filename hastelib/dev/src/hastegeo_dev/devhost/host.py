@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 
 from hastegeo.auth import PRINCIPAL_HEADER, Principal, encode_principal
+from hastegeo.store.sends import listen_for_sends
 from hastegeo_dev.devhost.cors import CorsPolicy
 from hastegeo_dev.devhost.functions import AppFunctions, DevHostError, FunctionRegistry, discover, load_app
 from hastegeo_dev.devhost.hostjson import HostConfig, load_host_config
@@ -103,6 +104,7 @@ class DevHost:
         self._http: DevHttpServer | None = None
         self._drivers: list[QueueDriver] = []
         self._timers: list[TimerDriver] = []
+        self._stop_hearing_sends: Callable[[], None] | None = None
         self.config = HostConfig()
         self.functions = AppFunctions()
         self.dev_principal: Principal | None = None
@@ -148,6 +150,7 @@ class DevHost:
                 timer.start()
             if self._http is not None:
                 self._http.start()
+            self._stop_hearing_sends = listen_for_sends(self._woken_by_app)
         except BaseException:
             self.stop(timeout=1.0)
             raise
@@ -159,6 +162,9 @@ class DevHost:
         stop HTTP. Returns within about ``timeout`` seconds (default: the grace period + 1 s)."""
         budget = timeout if timeout is not None else self._driver_options.stop_grace + 1.0
         deadline = time.monotonic() + budget
+        if self._stop_hearing_sends is not None:
+            self._stop_hearing_sends()
+            self._stop_hearing_sends = None
         for timer in self._timers:
             timer.stop()
         self._timers = []
@@ -203,6 +209,15 @@ class DevHost:
                 driver.wake()
         if self._wake_elsewhere is not None:
             self._wake_elsewhere(queue_name)
+
+    def _woken_by_app(self, queue_name: str) -> None:
+        """The app sent a message to ``queue_name`` itself (not through a binding): wake its listener if it has one.
+
+        Azure's host does this only for output bindings; an SDK send waits for the listener's next
+        poll there (docs/adr/0050). Here every send the app makes in this process wakes it.
+        """
+        if any(function.queue_name == queue_name for function in self.functions.queues):
+            self.wake(queue_name)
 
     def in_flight(self, queue_name: str) -> int:
         """Messages of ``queue_name`` being processed right now."""
@@ -271,3 +286,9 @@ class DevHost:
             log.info("queue %s <- %s", driver.function.name, driver.queue_name)
         for timer in self._timers:
             log.info("timer %s [%s]", timer.function.name, timer.function.schedule)
+        if self.functions.queues:
+            log.info(
+                "a queue's listener looks at once when the app sends to that queue itself; Azure wakes it only for "
+                "output bindings, so there an idle queue's message waits for the next poll (up to %ss)",
+                self.config.queues.max_polling_interval.total_seconds(),
+            )
