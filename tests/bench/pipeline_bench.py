@@ -76,8 +76,15 @@ T = TypeVar("T")
 GOAL_RATIO = 0.8  # jobs of about a second of work (SIZED), the median of the rounds, untraced and traced
 GOAL_TRACING = 1.05  # ADR 0012: tracing adds at most 5 % to the host's CPU per job
 GOAL_CALLS = 28  # one job's storage calls, pinned by tests/integration/test_job_calls.py (26 + cost totals)
-GOAL_IDLE_START_MS = 73.0  # idle latencies no slower than today's medians on a quiet machine
+# Idle latencies: no slower than the medians issue 40 recorded on a quiet machine. Figures that low were measured only
+# while the submit listener was woken at the send (by the output binding until ADR 0031; by the app's own send since
+# ADR 0050); Azure adds the listener's wait (IDLE_NOTE).
+GOAL_IDLE_START_MS = 73.0
 GOAL_IDLE_END_MS = 27.0
+IDLE_NOTE = (
+    "idle latencies are the development host's, which wakes a queue's listener when the app sends to it (ADR 0050); "
+    "in Azure an idle job's submit also waits for the listener's next poll, up to host.json's maxPollingInterval (1 s)"
+)
 IDLE_S = 5.0  # how long the host's CPU is measured with no job, before the burst
 WORKLOAD = [sys.executable, "-m", "hastegeo.workloads.artifacts"]
 _WORDS = [f"w{n:03d}" for n in range(1000)]
@@ -685,6 +692,7 @@ def main() -> int:
     )
     lines = goals(calls.total, *idle, ratio=ratio, tracing=tracing, pipeline_cpu=own_cpu)
     print("\n".join(lines))
+    print(f"  ({IDLE_NOTE})")
     return 0 if all(run["failed"] == 0 for run in finished) else 1
 
 

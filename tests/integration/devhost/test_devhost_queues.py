@@ -202,3 +202,24 @@ def test_only_sends_ready_at_once_are_told_and_a_failing_listener_costs_no_send(
         stop()
         stop_broken()
         service.delete_queue(queue)
+
+
+def test_a_host_whose_workers_run_the_queues_passes_the_apps_send_on_for_triggered_queues_only(
+    start_host: Callable[..., Running], azurite: Azurite
+) -> None:
+    passed_on: list[str] = []
+    running = start_host(run_queues=False, wake_elsewhere=passed_on.append)  # as the HTTP process of a split host
+    service = QueueServiceClient.from_connection_string(azurite.connection_string)
+    own = QueueSender(service)
+    untriggered = f"{running.prefix}-nobody"
+    for queue in (f"{running.prefix}-work", untriggered):  # no driver here creates the work queue
+        own.create(queue)
+    try:
+        own.send_text(f"{running.prefix}-work", json.dumps({"key": "passed"}))
+        own.send_text(untriggered, "no trigger reads it")
+        assert passed_on == [f"{running.prefix}-work"]
+        running.host.stop()
+        own.send_text(f"{running.prefix}-work", json.dumps({"key": "after stop"}))
+        assert passed_on == [f"{running.prefix}-work"]  # a stopped host hears nothing
+    finally:
+        service.delete_queue(untriggered)

@@ -124,7 +124,10 @@ class QueueSender:
             self.client(queue).create_queue()
 
     def send(self, queue: str, message: JobMessage, delay_s: float = 0) -> QueuedMessage | None:
-        """Send ``message``, visible after ``delay_s``. Returns what :meth:`delete` needs (None: not known)."""
+        """Send ``message``, visible after ``delay_s``. Returns what :meth:`delete` needs (None: not known).
+
+        A message ready at once is announced to :mod:`hastegeo.store.sends` (the development host wakes the
+        queue's listener; nothing listens in Azure)."""
         return self.send_text(queue, message.encode(), delay_s)
 
     def send_text(self, queue: str, text: str, delay_s: float = 0) -> QueuedMessage | None:
