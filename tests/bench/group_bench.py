@@ -151,18 +151,23 @@ def group(count: int, workdir: Path, *, cancel: bool = False) -> Figures:
 @dataclass(frozen=True)
 class GroupFairness:
     items: int
-    b_wait_s: float  # from B's submit until its workload process started
-    a_waiting_at_b: int  # A's items not started when B's job was submitted
+    b_wait_s: float  # from B's submit (its POST) until its workload process started
+    a_waiting_at_b: int  # A's items not started when B's job joined the local backend's line
     a_started_before_b: int  # of those, started before B's job
+    b_line_s: float  # from B's submit until it joined that line (the API, its queue and the submit step)
+    a_started_meanwhile: int  # A's items started in that time (their seats were freed before B was there)
 
 
 def group_fairness(items: int, workdir: Path) -> GroupFairness:
     """Project B's single job submitted while project A's ``items``-item group runs, through the whole stack.
 
     Once ``SLOTS`` x 2 of A's items have ended, B submits one job; measured from the local backend's own
-    records (each workload process's start): how long B's job waited to start, and how many of A's items
-    that had not started when B submitted started before it. Then A's group is cancelled (the rest of its
-    work is not the figure).
+    records (each workload process's start, and when B's job joined its line): how long B's job waited to
+    start, and how many of A's items that were waiting in that line when B joined it started before it,
+    as the burst part of :mod:`tests.bench.fairness_bench` counts them. The items that started while B's
+    request was still on its way (API, queue, submit step) are reported beside: no order could put B
+    before a seat freed before it arrived. Then A's group is cancelled (the rest of its work is not the
+    figure).
     """
     with LocalStack(workdir, settings=bench_stack(SLOTS)) as stack:
         client, _, groups = clients(stack)
@@ -177,12 +182,15 @@ def group_fairness(items: int, workdir: Path) -> GroupFairness:
         until(lambda: started_at(root, b) is not None, timeout=300.0, every=0.05)
         b_started = started_at(root, b)
         assert b_started is not None
+        # B joined the line when its project was recorded, just before its queue entry (as in the burst part).
+        arrived = (root / "jobs" / f"haste-{b}" / "state" / "project").stat().st_mtime
         client.request("POST", f"/api/groups/{group_id}/cancel")
         starts = [started_at(root, groups.get(group_id).job_id(i)) for i in range(items)]
-        waiting = [at for at in starts if at is None or at > submitted]
+        meanwhile = sum(1 for at in starts if at is not None and submitted < at <= arrived)
+        waiting = [at for at in starts if at is None or at > arrived]
         before = sum(1 for at in waiting if at is not None and at < b_started)
         until(lambda: groups.get(group_id).completed_at is not None, timeout=900.0, every=3.0)
-    return GroupFairness(items, b_started - submitted, len(waiting), before)
+    return GroupFairness(items, b_started - submitted, len(waiting), before, arrived - submitted, meanwhile)
 
 
 def started_at(root: Path, job_id: str) -> float | None:
