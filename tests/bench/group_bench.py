@@ -132,7 +132,7 @@ def group(count: int, workdir: Path, *, cancel: bool = False) -> Figures:
         figures.answered_s = time.monotonic() - started
         assert status == 202, (status, answer)
         group_id = str(answer["id"])
-        until(lambda: groups.get(group_id).made_at is not None, timeout=max(600.0, count * 0.2), every=0.5)
+        until(lambda: groups.get(group_id).made_at is not None, timeout=max(600.0, count * 0.6), every=0.5)
         figures.queued_s = time.monotonic() - started
         time.sleep(1.0)
         figures.calls_made = jobs_calls(workdir) / count
