@@ -166,6 +166,9 @@ class Group(_Model):
     completed_at: datetime | None = None
     completion_published: bool = False
     cancel_requested: bool = False
+    cancel_requested_at: datetime | None = Field(
+        None, description="When the cancel was asked for, or last sent again by the reconciler."
+    )
     submitted_by: Submitter | None = None
     correlation_id: str | None = None
     request_fingerprint: str = ""

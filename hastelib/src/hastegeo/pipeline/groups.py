@@ -52,6 +52,10 @@ log = logging.getLogger(__name__)
 CHUNK = 100  # items made (or cancelled) per message: bounded time and storage calls per delivery
 ERRORS_SHOWN = 50
 QUIET_S = 60.0  # a group with unmade items quiet this long lost its make message: the reconciler sends it again
+# A cancelled group with items still queued or running this long after its cancel was sent may have lost a chunk
+# of it (a message the host gave up on): the reconciler sends the cancel again. Long enough for a provider to stop
+# what it was asked to (repeating the request asks each item's provider again).
+CANCEL_AGAIN_S = 300.0
 
 
 def parse_group(body: Any) -> GroupRequest:
@@ -288,7 +292,7 @@ class GroupSteps:
         def change(group: Group) -> Group | None:
             if group.cancel_requested or group.completed_at is not None:
                 return None
-            return group.model_copy(update={"cancel_requested": True, "updated_at": now})
+            return group.model_copy(update={"cancel_requested": True, "cancel_requested_at": now, "updated_at": now})
 
         group, wrote = self._groups.update(group_id, change)
         if wrote:
@@ -320,6 +324,7 @@ class GroupSteps:
                     "completed_at": None,
                     "completion_published": False,
                     "cancel_requested": False,
+                    "cancel_requested_at": None,
                     "updated_at": now,
                 }
             )
@@ -440,7 +445,34 @@ class GroupSteps:
                     log.info("repair: group %s's completion not finished (%s)", group_id, type(exc).__name__)
             elif NOT_MADE in group.marks and (now - group.updated_at).total_seconds() > QUIET_S:
                 self._send(GroupMessage(group_id=group_id))
+            elif _cancel_stalled(group, now):
+                self._cancel_again(group_id, now)
         return undone
+
+    def _cancel_again(self, group_id: str, now: datetime) -> None:
+        """Send a cancelled group's cancel again: a chunk of it may have been given up on (ADR 0047). The request's
+        time moves first, so the next pass waits :data:`CANCEL_AGAIN_S` again; a crash before the send leaves the
+        group for the pass after that."""
+
+        def change(group: Group) -> Group | None:
+            return group.model_copy(update={"cancel_requested_at": now}) if _cancel_stalled(group, now) else None
+
+        try:
+            _, wrote = self._groups.update(group_id, change)
+            if wrote:
+                log.info("group %s: items still queued or running after its cancel; cancelling them again", group_id)
+                self._send(GroupMessage(group_id=group_id, kind="cancel"))
+        except (AzureError, ConflictError) as exc:
+            log.info("repair: group %s's cancel not sent again (%s)", group_id, type(exc).__name__)
+
+
+def _cancel_stalled(group: Group, now: datetime) -> bool:
+    """Whether a cancelled group still has items queued or running :data:`CANCEL_AGAIN_S` after its cancel
+    was sent (pure)."""
+    if not group.cancel_requested or not any(mark in "qr" for mark in group.marks):
+        return False
+    sent = group.cancel_requested_at or group.updated_at  # a group stored before the field: its last change
+    return (now - sent).total_seconds() > CANCEL_AGAIN_S
 
 
 def _settled(group: Group, now: datetime) -> Group:
