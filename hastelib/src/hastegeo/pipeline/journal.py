@@ -17,9 +17,9 @@ The journal then does, in this order and nothing else:
    record: a second write marks them published on a job still unfinished; for a job
    that ended (its followers done), its marker for its project's cost totals
    (:meth:`hastegeo.pipeline.totals.CostTotals.add`, ADR 0051): one write that also stands
-   for its retirement, since the reconciler's pass that adds the job to the month's totals
-   then deletes its ``active/`` and due entries. Without cost totals, the ``active/`` entry
-   goes here (:meth:`JobStore.retire`).
+   for its ``active/`` entry's delete, since the reconciler's pass that adds the job to the
+   month's totals then deletes that entry (a due entry the ending write kept goes here).
+   Without cost totals, the ``active/`` entry goes here too (:meth:`JobStore.retire`).
 3. **the seat**: a write that moved the job out of the states that hold an admission
    seat (to post-processing, to an end, or back to ``queued`` for another backend)
    frees it (ADR 0032). This is the one place a seat is freed.
