@@ -9,7 +9,8 @@
   chunk made. Item ids come from the group id, the index and the item's attempt, so a chunk made
   again after a host died stores nothing twice (its accept replays the stored job).
 - :meth:`GroupSteps.after_write` is the journal's followers step: it writes an item's new state
-  into its group (one mark per item: repeating it counts nothing twice), announces a group whose
+  into its group (one mark per item: repeating it counts nothing twice; the marks one process makes for
+  a group meanwhile join one write, :mod:`hastegeo.pipeline.group_commit`), announces a group whose
   last item ended (``com.haste.group.completed``) and releases the jobs waiting for a job or group
   that ended (:mod:`hastegeo.pipeline.after`; many of them a chunk per ``release`` message, on the same
   queue). :meth:`GroupSteps.repair` is the reconciler's.
