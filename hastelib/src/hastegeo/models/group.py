@@ -249,6 +249,12 @@ class Group(_Model):
         }
 
 
+def completes(prior: Group, result: Group | None) -> bool:
+    """Whether the change that made ``result`` (None: changed nothing) of ``prior`` is the one that completed the
+    group: a group is announced once, by that change's caller."""
+    return result is not None and prior.completed_at is None and result.completed_at is not None
+
+
 def new_group_id() -> str:
     return f"g{time.time_ns() // 1_000_000:011x}{secrets.token_hex(5)}"
 

@@ -9,7 +9,8 @@
   chunk made. Item ids come from the group id, the index and the item's attempt, so a chunk made
   again after a host died stores nothing twice (its accept replays the stored job).
 - :meth:`GroupSteps.after_write` is the journal's followers step: it writes an item's new state
-  into its group (one mark per item: repeating it counts nothing twice), announces a group whose
+  into its group (one mark per item: repeating it counts nothing twice; the marks one process makes for
+  a group meanwhile join one write, :mod:`hastegeo.pipeline.group_commit`), announces a group whose
   last item ended (``com.haste.group.completed``) and releases the jobs waiting for a job or group
   that ended (:mod:`hastegeo.pipeline.after`; many of them a chunk per ``release`` message, on the same
   queue). :meth:`GroupSteps.repair` is the reconciler's.
@@ -30,7 +31,16 @@ from pydantic import ValidationError
 
 from hastegeo.events import group_event
 from hastegeo.events.publish import EventPublisher
-from hastegeo.models.group import MARKS, NOT_MADE, Failure, Group, GroupRequest, keyed_group_id, new_group_id
+from hastegeo.models.group import (
+    MARKS,
+    NOT_MADE,
+    Failure,
+    Group,
+    GroupRequest,
+    completes,
+    keyed_group_id,
+    new_group_id,
+)
 from hastegeo.models.job import Job, Submitter
 from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
@@ -43,6 +53,7 @@ from hastegeo.pipeline.accept import (
 from hastegeo.pipeline.after import Dependencies
 from hastegeo.pipeline.cancel import CancelStep
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.group_commit import GroupCommit, Outcome
 from hastegeo.profiles import DEFAULT_PROFILE
 from hastegeo.store.groups import GroupStore
 from hastegeo.store.queues import GROUPS_QUEUE, GroupMessage
@@ -85,6 +96,7 @@ class GroupSteps:
         self._cancel = cancel
         self._publish = publish
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="group-items")
+        self._commit: GroupCommit[Group] = GroupCommit(self._groups.update)  # marks of one group join one write
 
     # -- accepting -----------------------------------------------------------------------
 
@@ -255,9 +267,7 @@ class GroupSteps:
             updated = current.model_copy(update=update)
             return None if updated.marks == current.marks else _settled(updated, now)
 
-        stored, wrote = self._groups.update(group.id, change)
-        if wrote:
-            self._announce_if_complete(stored)
+        self._announce_if_completed(self._commit.apply(group.id, change))
 
     def _make(self, group: Group, request: GroupRequest, index: int) -> str | None:
         """Make item ``index`` into its job (again: a replay); None, or why it cannot be made."""
@@ -349,8 +359,10 @@ class GroupSteps:
             Dependencies(self._deps).upstream_ended(job.id, flagged=job.has_dependents)
 
     def _mark(self, job: Job) -> None:
-        """Write item ``job``'s state into its group. Raises AzureError, ConflictError: not marked (the item
-        is not retired then, and its due entry is due: the reconciler marks it, ADR 0047)."""
+        """Write item ``job``'s state into its group, in one write with the marks of the same group that this
+        process makes meanwhile (:mod:`hastegeo.pipeline.group_commit`, ADR 0049); returns once it is stored.
+        Raises AzureError, ConflictError: not marked (the item is not retired then, and its due entry is due:
+        the reconciler marks it, ADR 0047)."""
         assert job.group_id is not None
         assert job.group_index is not None
         index, now = job.group_index, self._deps.clock()
@@ -358,9 +370,13 @@ class GroupSteps:
         def change(group: Group) -> Group | None:
             return group.marked(index, job.group_attempt, job.state, job.id, job.reason, now)
 
-        group, wrote = self._groups.update(job.group_id, change)
-        if wrote:
-            self._announce_if_complete(group)
+        self._announce_if_completed(self._commit.apply(job.group_id, change))
+
+    def _announce_if_completed(self, outcome: Outcome[Group]) -> None:
+        """Announce the group when this caller's change is the one that completed it: once, whatever else its
+        write carried. Raises AzureError, ConflictError (see :meth:`_announce_if_complete`)."""
+        if completes(outcome.prior, outcome.result):
+            self._announce_if_complete(outcome.stored)
 
     def _announce_if_complete(self, group: Group) -> None:
         """Publish the completion of a group whose last item ended, record it, then release what waits for it.
