@@ -48,11 +48,13 @@ def test_the_bench_reports_every_operation_with_its_storage_calls(tmp_path: Path
             "project costs, a month",
         }
         assert size["one read"][2] == 1
-        assert size["project costs, a month"][2] == 1  # one month: one read of its totals
+        # One month: one read of its totals and one listing of its markers (jobs ended since the last pass:
+        # ADR 0051).
+        assert size["project costs, a month"][2] == 2
         # Steady state (a poll due time ahead, each job in the due index): the due listing finds nothing due,
         # the census lists a page of active and of due entries and reads no job (each has its entry), then the
-        # capacity board is read and written once (ADR 0023, ADR 0041), and the open groups listed once
-        # (ADR 0040): whatever the number of jobs.
-        assert size["reconciler pass"][2] == 1 + 2 + 2 + 1
+        # capacity board is read and written once (ADR 0023, ADR 0041), the open groups listed once
+        # (ADR 0040), and the totals' markers listed once (ADR 0051): whatever the number of jobs.
+        assert size["reconciler pass"][2] == 1 + 2 + 2 + 1 + 1
     # The cost in calls does not grow with the finished jobs.
     assert {name: r[2] for name, r in results[20].items()} == {name: r[2] for name, r in results[60].items()}

@@ -13,17 +13,18 @@ from tests.bench.job_calls import one_job
 pytestmark = pytest.mark.azurite
 
 
-def test_one_local_job_makes_28_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
+def test_one_local_job_makes_26_storage_calls(azurite: Azurite, tmp_path: Path) -> None:
     storage_calls.install()
     calls = one_job(azurite.connection_string, tmp_path, inline_exits=True)
     assert calls.state == "succeeded"
     steps = {step: sum(counts.values()) for step, counts in calls.steps.items()}
-    # The end's cost rides in its ending write (no call of its own); adding it to its project's running
-    # totals costs the totals document's read and its conditional write (docs/adr/0042): 26 + 2.
-    assert steps == {"accept": 6, "submit": 9, "end": 13, "late poll": 0}, calls.steps
+    # The end's cost rides in its ending write (no call of its own); its project's running totals get a
+    # marker that also stands for the active entry's delete (one call for both): the reconciler's pass adds
+    # it to the month's document and retires the job (docs/adr/0042, docs/adr/0051).
+    assert steps == {"accept": 6, "submit": 9, "end": 11, "late poll": 0}, calls.steps
     # Each step that stores state changes publishes one event per change and then records that it did
     # (ADR 0024): accept 1 event, submit 2 (submitting, running), end 2 (post-processing, succeeded).
-    # The end records it by deleting the job's active entry, which it does anyway: no second write.
+    # The end records it with its totals marker, which it writes anyway: no second write.
     assert {step: counts["POST queue message"] for step, counts in calls.steps.items() if step != "late poll"} == {
         "accept": 2,
         "submit": 3,
@@ -35,8 +36,8 @@ def test_one_local_job_makes_28_storage_calls(azurite: Azurite, tmp_path: Path) 
     # handle only; the end stores the move to post-processing with the success (ADR 0016).
     assert calls.steps["submit"]["PUT blob"] == 2
     # The end: its ended entry, the document, the workload's three outputs (the uploader's, in this process)
-    # and the project's cost totals.
-    assert (calls.steps["end"]["PUT blob"], calls.steps["end"]["DELETE blob"]) == (6, 1)
+    # and its totals marker; no delete (its active entry goes with the marker, in the reconciler's pass).
+    assert (calls.steps["end"]["PUT blob"], calls.steps["end"]["DELETE blob"]) == (6, 0)
     # The exit is handled where it is seen (no nudge message), and the chain's pending
     # message is deleted instead of arriving after the end: one queue call beside the two events.
     assert {name: n for name, n in calls.steps["end"].items() if "queue" in name} == {
@@ -45,4 +46,4 @@ def test_one_local_job_makes_28_storage_calls(azurite: Azurite, tmp_path: Path) 
     }
     # Each step reads the job document once (the trace comes from that read).
     assert calls.steps["submit"]["GET blob"] == 2  # the job and the staged input
-    assert calls.steps["end"]["GET blob"] == 3  # the job, the output the manifest lists, the cost totals
+    assert calls.steps["end"]["GET blob"] == 2  # the job and the output the manifest lists

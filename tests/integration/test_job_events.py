@@ -63,9 +63,15 @@ def test_every_state_change_of_a_job_is_one_cloudevent_in_order(make_runtime: Ru
     ]
     assert [e["data"]["sequence"] for e in events] == [1, 2, 3, 4, 5]
     assert [e["id"] for e in events] == [f"{job.id}.{n}" for n in range(1, 6)]
-    # The ending write recorded its events by deleting the job's active entry, not in the document.
+    # The ending write recorded its events with the job's cost totals marker, which names its active entry,
+    # not in the document; the reconciler's fold of the marker deletes the entry (ADR 0051).
     assert stored.events_published == 3
     container = runtime.blobs.get_container_client(runtime.settings.storage.jobs_container)
+    active = [b.name for b in container.list_blobs(name_starts_with=index.ACTIVE) if job.id in b.name]
+    markers = list(container.list_blobs(name_starts_with="costs-pending/", include=["metadata"]))
+    assert [(m.name.rpartition("/")[2], m.metadata["retire"]) for m in markers] == [(job.id, active[0])]
+    assert runtime.journal.totals is not None
+    runtime.journal.totals.fold()
     assert [b.name for b in container.list_blobs(name_starts_with=index.ACTIVE) if job.id in b.name] == []
     first, last = events[0], events[-1]
     assert (first["specversion"], first["datacontenttype"]) == ("1.0", "application/json")

@@ -19,7 +19,7 @@ from azure.core.exceptions import ServiceRequestError
 
 from hastegeo.models.job import Job
 from hastegeo.models.states import JobState
-from hastegeo.pipeline import after
+from hastegeo.pipeline import after, groups
 from hastegeo.pipeline.groups import GroupSteps, parse_group
 from hastegeo.pipeline.journal import PUBLISH_GRACE_S
 from hastegeo.pipeline.reconcile import ReconcileStep
@@ -368,7 +368,8 @@ def test_the_groups_poison_line_says_what_each_kind_of_message_lost(
         ),
         GroupMessage(group_id="g0123456789abcdef01234567", kind="cancel").encode(): (
             "groups-make: gave up on cancelling the items of group g0123456789abcdef01234567 from index 0 (up to "
-            "100); those still queued or running stay so: cancel them one by one"
+            "100); the reconciler sends the group's cancel again if items are still queued or running 300 s after "
+            "it was sent"
         ),
         GroupMessage(group_id=running.id, kind="release").encode(): (
             f"groups-make: gave up on releasing the jobs waiting for job {running.id} (from the first); nothing "
@@ -427,5 +428,36 @@ def test_a_job_after_an_upstream_that_already_failed_ends_at_once_without_runnin
     stored = runtime.store.get(late.id)
     assert stored.handle is None
     assert not stored.release_due
+    runtime.reconcile.run()  # its cost totals marker folded, which deletes its active entry (ADR 0051)
     assert [name for name in entries(runtime, "active/") if name.endswith(late.id)] == []  # retired
     assert late.id not in {due.job_of(name) for name in entries(runtime, "due/")}
+
+
+def test_a_cancel_the_host_gave_up_on_is_sent_again_by_the_reconciler(make_runtime: RuntimeFactory) -> None:
+    runtime = script_runtime(make_runtime)
+    group, _ = runtime.groups.accept(parse_group(group_body(4)))
+    make_items(runtime, group.id)
+    asked = datetime.now(UTC)
+    runtime.groups.cancel(group.id)  # its cancel message is given up on: never handled
+    runtime.group_poison.handle(GroupMessage(group_id=group.id, kind="cancel").encode())
+    sent: list[GroupMessage] = []
+    send = runtime.deps.queues.send_text
+
+    def recording(queue: str, text: str, delay_s: float = 0) -> Any:
+        if queue == GROUPS_QUEUE:
+            sent.append(GroupMessage.model_validate_json(text))
+        return send(queue, text, delay_s)
+
+    runtime.deps.queues.send_text = recording  # type: ignore[method-assign]
+    runtime.groups.repair([], asked + timedelta(seconds=groups.CANCEL_AGAIN_S - 5))
+    assert sent == []  # not yet: the cancel may still be on its way
+    later = asked + timedelta(seconds=groups.CANCEL_AGAIN_S + 5)
+    runtime.groups.repair([], later)
+    runtime.groups.repair([], later)  # the same pass again sends nothing twice
+    assert sent == [GroupMessage(group_id=group.id, kind="cancel")]
+    runtime.groups.handle(sent[0])
+    final = runtime.deps.groups.get(group.id)  # type: ignore[union-attr]
+    assert final.counts()["cancelled"] == 4
+    assert final.completed_at is not None
+    runtime.groups.repair([], later + timedelta(seconds=groups.CANCEL_AGAIN_S * 2))
+    assert len(sent) == 1  # nothing left queued or running: nothing sent again

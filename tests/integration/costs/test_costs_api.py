@@ -155,14 +155,57 @@ def test_a_budget_warning_a_crash_kept_from_its_queue_is_sent_by_the_next_write_
 
     totals = CostTotals(jobs, budget_of=lambda project: Decimal("1.00"), levels=(80, 100), crossed=crossed)
     totals.add(ended("w1", "0.90", day=3, project="pw"))
+    assert totals.month("pw", "2026-11").warned == set()  # marked only: the fold's write decides (ADR 0051)
+    totals.fold()
     month = totals.month("pw", "2026-11")
     assert (month.warned, month.unsent, sent) == ({80}, {80}, [])  # reached, marked, not sent
     down[0] = False
-    totals.add(ended("w1", "0.90", day=3, project="pw"))  # a redelivery writes nothing, yet sends what is owed
+    totals.add(ended("w1", "0.90", day=3, project="pw"))  # a redelivery: its fold writes nothing,
+    totals.fold()  # yet sends what is owed
     assert sent == [("pw", "2026-11", 80)]
     totals.add(ended("w2", "0.20", day=4, project="pw"))
+    totals.fold()
     assert sent == [("pw", "2026-11", 80), ("pw", "2026-11", 100)]
     month = totals.month("pw", "2026-11")
     assert (month.warned, month.unsent) == ({80, 100}, set())
     totals.add(ended("w3", "0.50", day=5, project="pw"))
+    totals.fold()
     assert len(sent) == 2  # each level once, when nothing fails
+
+
+@pytest.mark.usefixtures("api")
+def test_a_marked_job_is_read_at_once_and_folded_once_by_the_pass_which_retires_it() -> None:
+    """ADR 0051: the end leaves a marker; readers count it; the fold adds it to the document, once, and
+    deletes the marker and the entries it stands in for."""
+    api = get_runtime().api
+    totals = api.journal.totals
+    assert totals is not None
+    jobs = api.blobs.get_container_client(api.settings.storage.jobs_container)
+    job = ended("m1", "0.40", day=3, project="pm")
+    grouped = ended("m2", None, day=3, project="pm").model_copy(update={"group_id": "g1"})
+    retire = ["active/pm/8203374088842-m1"]
+    for name in retire:
+        jobs.upload_blob(name, b"", overwrite=True)
+    assert totals.add(job, retire=retire)
+    assert totals.add(grouped)
+    assert totals.add(grouped)  # redelivered: the same marker
+    pending = [b.name for b in jobs.list_blobs(name_starts_with="costs-pending/pm/")]
+    assert pending == ["costs-pending/pm/2026-11/m1", "costs-pending/pm/2026-11/m2"]
+
+    read = totals.month("pm", "2026-11")  # before the fold: the document has nothing, the reader both
+    assert (read.total(), sorted(read.counted), read.days["2026-11-03"].unpriced) == (Decimal("0.40"), ["m1", "m2"], 1)
+    assert read.days["2026-11-03"].unpriced_by["group"] == {"g1": 1}
+    assert totals.month("pm", "2026-11", pending=False).counted == set()
+
+    assert totals.fold() == 2
+    stored = totals.month("pm", "2026-11", pending=False)
+    assert (stored.total(), sorted(stored.counted)) == (Decimal("0.40"), ["m1", "m2"])
+    assert list(jobs.list_blobs(name_starts_with="costs-pending/pm/")) == []
+    assert [name for name in retire if jobs.get_blob_client(name).exists()] == []  # retired with the fold
+
+    # A marker written again after the fold (the sweep's repair after a lost answer) counts nothing twice.
+    assert totals.add(job)
+    assert totals.month("pm", "2026-11").total() == Decimal("0.40")
+    assert totals.fold() == 1
+    assert totals.month("pm", "2026-11", pending=False).total() == Decimal("0.40")
+    assert list(jobs.list_blobs(name_starts_with="costs-pending/pm/")) == []

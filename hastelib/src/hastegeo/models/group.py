@@ -166,6 +166,9 @@ class Group(_Model):
     completed_at: datetime | None = None
     completion_published: bool = False
     cancel_requested: bool = False
+    cancel_requested_at: datetime | None = Field(
+        None, description="When the cancel was asked for, or last sent again by the reconciler."
+    )
     submitted_by: Submitter | None = None
     correlation_id: str | None = None
     request_fingerprint: str = ""
@@ -244,6 +247,12 @@ class Group(_Model):
             "completedAt": self.completed_at.isoformat() if self.completed_at else None,
             "links": {"jobs": f"/api/jobs?groupId={self.id}"},
         }
+
+
+def completes(prior: Group, result: Group | None) -> bool:
+    """Whether the change that made ``result`` (None: changed nothing) of ``prior`` is the one that completed the
+    group: a group is announced once, by that change's caller."""
+    return result is not None and prior.completed_at is None and result.completed_at is not None
 
 
 def new_group_id() -> str:

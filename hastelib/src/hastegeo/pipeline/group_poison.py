@@ -8,7 +8,8 @@ Each kind of message loses something else, and the line says what, with the ids 
   re-arms the upstream (:meth:`hastegeo.pipeline.after.Dependencies.rearm`: an ended job's due entry, a
   group's open entry), so the reconciler's next pass releases again what still waits; a release
   repeated does nothing twice (ADR 0047).
-- ``cancel``: a chunk of a group's items is not cancelled; nothing repeats it (cancel those items one by one).
+- ``cancel``: a chunk of a group's items is not cancelled. The reconciler sends the group's cancel again
+  once items are still queued or running :data:`hastegeo.pipeline.groups.CANCEL_AGAIN_S` after it was sent.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from hastegeo.models.group import is_group_id
 from hastegeo.pipeline.after import Dependencies
 from hastegeo.pipeline.deps import PipelineDeps
-from hastegeo.pipeline.groups import CHUNK, QUIET_S
+from hastegeo.pipeline.groups import CANCEL_AGAIN_S, CHUNK, QUIET_S
 from hastegeo.store.queues import GROUPS_QUEUE, GroupMessage
 from hastegeo.utils.errors import HasteError, describe_exception
 
@@ -53,7 +54,10 @@ class GroupPoisonStep:
         if message.kind == "make":
             then = f"the reconciler sends the group's make message again once it has been quiet for {QUIET_S:.0f} s"
         elif message.kind == "cancel":
-            then = "those still queued or running stay so: cancel them one by one"
+            then = (
+                "the reconciler sends the group's cancel again if items are still queued or running "
+                f"{CANCEL_AGAIN_S:.0f} s after it was sent"
+            )
         else:
             then = self._rearm(message)
         log.error("%s: %s; %s", GROUPS_QUEUE, lost(message), then)

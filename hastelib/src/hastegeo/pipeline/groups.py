@@ -9,7 +9,8 @@
   chunk made. Item ids come from the group id, the index and the item's attempt, so a chunk made
   again after a host died stores nothing twice (its accept replays the stored job).
 - :meth:`GroupSteps.after_write` is the journal's followers step: it writes an item's new state
-  into its group (one mark per item: repeating it counts nothing twice), announces a group whose
+  into its group (one mark per item: repeating it counts nothing twice; the marks one process makes for
+  a group meanwhile join one write, :mod:`hastegeo.pipeline.group_commit`), announces a group whose
   last item ended (``com.haste.group.completed``) and releases the jobs waiting for a job or group
   that ended (:mod:`hastegeo.pipeline.after`; many of them a chunk per ``release`` message, on the same
   queue). :meth:`GroupSteps.repair` is the reconciler's.
@@ -30,7 +31,16 @@ from pydantic import ValidationError
 
 from hastegeo.events import group_event
 from hastegeo.events.publish import EventPublisher
-from hastegeo.models.group import MARKS, NOT_MADE, Failure, Group, GroupRequest, keyed_group_id, new_group_id
+from hastegeo.models.group import (
+    MARKS,
+    NOT_MADE,
+    Failure,
+    Group,
+    GroupRequest,
+    completes,
+    keyed_group_id,
+    new_group_id,
+)
 from hastegeo.models.job import Job, Submitter
 from hastegeo.models.params import field_path
 from hastegeo.models.states import JobState
@@ -43,6 +53,7 @@ from hastegeo.pipeline.accept import (
 from hastegeo.pipeline.after import Dependencies
 from hastegeo.pipeline.cancel import CancelStep
 from hastegeo.pipeline.deps import PipelineDeps
+from hastegeo.pipeline.group_commit import GroupCommit, Outcome
 from hastegeo.profiles import DEFAULT_PROFILE
 from hastegeo.store.groups import GroupStore
 from hastegeo.store.queues import GROUPS_QUEUE, GroupMessage
@@ -52,6 +63,10 @@ log = logging.getLogger(__name__)
 CHUNK = 100  # items made (or cancelled) per message: bounded time and storage calls per delivery
 ERRORS_SHOWN = 50
 QUIET_S = 60.0  # a group with unmade items quiet this long lost its make message: the reconciler sends it again
+# A cancelled group with items still queued or running this long after its cancel was sent may have lost a chunk
+# of it (a message the host gave up on): the reconciler sends the cancel again. Long enough for a provider to stop
+# what it was asked to (repeating the request asks each item's provider again).
+CANCEL_AGAIN_S = 300.0
 
 
 def parse_group(body: Any) -> GroupRequest:
@@ -81,6 +96,7 @@ class GroupSteps:
         self._cancel = cancel
         self._publish = publish
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="group-items")
+        self._commit: GroupCommit[Group] = GroupCommit(self._groups.update)  # marks of one group join one write
 
     # -- accepting -----------------------------------------------------------------------
 
@@ -251,9 +267,7 @@ class GroupSteps:
             updated = current.model_copy(update=update)
             return None if updated.marks == current.marks else _settled(updated, now)
 
-        stored, wrote = self._groups.update(group.id, change)
-        if wrote:
-            self._announce_if_complete(stored)
+        self._announce_if_completed(self._commit.apply(group.id, change))
 
     def _make(self, group: Group, request: GroupRequest, index: int) -> str | None:
         """Make item ``index`` into its job (again: a replay); None, or why it cannot be made."""
@@ -288,7 +302,7 @@ class GroupSteps:
         def change(group: Group) -> Group | None:
             if group.cancel_requested or group.completed_at is not None:
                 return None
-            return group.model_copy(update={"cancel_requested": True, "updated_at": now})
+            return group.model_copy(update={"cancel_requested": True, "cancel_requested_at": now, "updated_at": now})
 
         group, wrote = self._groups.update(group_id, change)
         if wrote:
@@ -320,6 +334,7 @@ class GroupSteps:
                     "completed_at": None,
                     "completion_published": False,
                     "cancel_requested": False,
+                    "cancel_requested_at": None,
                     "updated_at": now,
                 }
             )
@@ -344,8 +359,10 @@ class GroupSteps:
             Dependencies(self._deps).upstream_ended(job.id, flagged=job.has_dependents)
 
     def _mark(self, job: Job) -> None:
-        """Write item ``job``'s state into its group. Raises AzureError, ConflictError: not marked (the item
-        is not retired then, and its due entry is due: the reconciler marks it, ADR 0047)."""
+        """Write item ``job``'s state into its group, in one write with the marks of the same group that this
+        process makes meanwhile (:mod:`hastegeo.pipeline.group_commit`, ADR 0049); returns once it is stored.
+        Raises AzureError, ConflictError: not marked (the item is not retired then, and its due entry is due:
+        the reconciler marks it, ADR 0047)."""
         assert job.group_id is not None
         assert job.group_index is not None
         index, now = job.group_index, self._deps.clock()
@@ -353,9 +370,13 @@ class GroupSteps:
         def change(group: Group) -> Group | None:
             return group.marked(index, job.group_attempt, job.state, job.id, job.reason, now)
 
-        group, wrote = self._groups.update(job.group_id, change)
-        if wrote:
-            self._announce_if_complete(group)
+        self._announce_if_completed(self._commit.apply(job.group_id, change))
+
+    def _announce_if_completed(self, outcome: Outcome[Group]) -> None:
+        """Announce the group when this caller's change is the one that completed it: once, whatever else its
+        write carried. Raises AzureError, ConflictError (see :meth:`_announce_if_complete`)."""
+        if completes(outcome.prior, outcome.result):
+            self._announce_if_complete(outcome.stored)
 
     def _announce_if_complete(self, group: Group) -> None:
         """Publish the completion of a group whose last item ended, record it, then release what waits for it.
@@ -440,7 +461,34 @@ class GroupSteps:
                     log.info("repair: group %s's completion not finished (%s)", group_id, type(exc).__name__)
             elif NOT_MADE in group.marks and (now - group.updated_at).total_seconds() > QUIET_S:
                 self._send(GroupMessage(group_id=group_id))
+            elif _cancel_stalled(group, now):
+                self._cancel_again(group_id, now)
         return undone
+
+    def _cancel_again(self, group_id: str, now: datetime) -> None:
+        """Send a cancelled group's cancel again: a chunk of it may have been given up on (ADR 0047). The request's
+        time moves first, so the next pass waits :data:`CANCEL_AGAIN_S` again; a crash before the send leaves the
+        group for the pass after that."""
+
+        def change(group: Group) -> Group | None:
+            return group.model_copy(update={"cancel_requested_at": now}) if _cancel_stalled(group, now) else None
+
+        try:
+            _, wrote = self._groups.update(group_id, change)
+            if wrote:
+                log.info("group %s: items still queued or running after its cancel; cancelling them again", group_id)
+                self._send(GroupMessage(group_id=group_id, kind="cancel"))
+        except (AzureError, ConflictError) as exc:
+            log.info("repair: group %s's cancel not sent again (%s)", group_id, type(exc).__name__)
+
+
+def _cancel_stalled(group: Group, now: datetime) -> bool:
+    """Whether a cancelled group still has items queued or running :data:`CANCEL_AGAIN_S` after its cancel
+    was sent (pure)."""
+    if not group.cancel_requested or not any(mark in "qr" for mark in group.marks):
+        return False
+    sent = group.cancel_requested_at or group.updated_at  # a group stored before the field: its last change
+    return (now - sent).total_seconds() > CANCEL_AGAIN_S
 
 
 def _settled(group: Group, now: datetime) -> Group:

@@ -13,11 +13,13 @@ The journal then does, in this order and nothing else:
    change that was not stored. A write that ends the job carries its cost, priced from
    the runs its backends told of (:mod:`hastegeo.costs.usage`, docs/adr/0038): the
    ending write itself, no write of its own.
-1b. **the cost's totals**: a job that ended is added to its project's running totals
-   (:mod:`hastegeo.pipeline.totals`), once: the totals name the jobs they count.
 2. **the events** of the state changes that write stored (ADR 0024), then their
    record: a second write marks them published on a job still unfinished; for a job
-   that ended, its ``active/`` index entry goes (:meth:`JobStore.retire`).
+   that ended (its followers done), its marker for its project's cost totals
+   (:meth:`hastegeo.pipeline.totals.CostTotals.add`, ADR 0051): one write that also stands
+   for its ``active/`` entry's delete, since the reconciler's pass that adds the job to the
+   month's totals then deletes that entry (a due entry the ending write kept goes here).
+   Without cost totals, the ``active/`` entry goes here too (:meth:`JobStore.retire`).
 3. **the seat**: a write that moved the job out of the states that hold an admission
    seat (to post-processing, to an end, or back to ``queued`` for another backend)
    frees it (ADR 0032). This is the one place a seat is freed.
@@ -28,9 +30,12 @@ The journal then does, in this order and nothing else:
 
 Crash windows, and who repairs each:
 
-- after 1, before 1b: the job ended and its cost is not in its project's totals. Its
-  ``active/`` entry stays (it goes only after 1b), and the reconciler's sweep adds it
-  before retiring the entry; counted once, as the totals name the jobs they count.
+- after 1, before 2's marker: the job ended and its cost is not in its project's totals. Its
+  ``active/`` entry stays (it goes only with the marker's fold), and the reconciler's sweep
+  writes the marker and retires it; counted once, as the totals name the jobs they count.
+- after 2's marker, before the next pass: every reader of the totals counts the job (they add
+  the month's markers); its ``active/`` entry stays until the pass's fold (the pass folds before
+  it sweeps). A fold that wrote and did not delete is repeated by the next one, counting nothing twice.
 - after 1, before 2: the change is stored and its events are not sent. The job keeps its
   ``active/`` entry, and the reconciler's sweep (:meth:`JobJournal.sweep`) publishes the
   events of a change older than :data:`PUBLISH_GRACE_S`; any later write of the job does too.
@@ -179,8 +184,7 @@ class JobJournal:
             # Nothing written, or a note on an ended job: its events and seat were the ending write's.
             return Written(written.job, written.etag, written.wrote, written.previous)
         followed = self._follow(written)
-        counted = not written.ended or self._counted(written.job)
-        version = self._published(written.version, ended=written.ended, retire=counted and followed)
+        version = self._published(written.version, ended=written.ended, retire=followed)
         admitted = self._free_seat(written, hand_over)
         if written.ended:
             ended_job(version.job, reason_class)
@@ -260,16 +264,28 @@ class JobJournal:
 
         return priced
 
-    def _counted(self, job: Job) -> bool:
-        """Step 1b: add an ended job to its project's totals; False when it could not be (the sweep does)."""
+    def _counted(self, job: Job, *, retire: bool = False) -> bool:
+        """Step 2's record for an ended job: its marker for its project's totals (docs/adr/0051), which
+        also stands for the delete of its ``active/`` entry when ``retire`` (the fold that adds it deletes
+        the entry); False when it could not be written (the sweep does it)."""
         if self.totals is None:
             return True
         try:
-            self.totals.add(job)
-        except (AzureError, ConflictError) as exc:
-            log.warning("job %s: not yet in its project's cost totals (%s); the reconciler adds it", job.id, exc)
+            self.totals.add(job, retire=[self.store.active_name(job)] if retire else ())
+        except AzureError as exc:
+            log.warning("job %s: not yet marked for its project's cost totals (%s); the reconciler does", job.id, exc)
             return False
         return True
+
+    def _retire(self, job: Job) -> None:
+        """Record that an ended job's events are out and its followers done (step 2): with cost totals kept,
+        its totals marker carries its ``active/`` entry's delete (one call); else that entry goes now. A due
+        entry its ending write kept goes now either way: a release lost later puts it back (ADR 0047), and
+        the fold must not take that one away."""
+        if self.totals is None:
+            self.store.retire(job)
+        elif self._counted(job, retire=True):
+            self.store.retire(job, active=False)
 
     def _published(self, version: Versioned, *, ended: bool, retire: bool = True) -> Versioned:
         """Publish the events of the job's stored changes not yet published, then record that they were.
@@ -281,9 +297,9 @@ class JobJournal:
         waiting = changes.pending(job)
         if waiting and not self._send(job, waiting):
             return version
-        if ended:  # an ended job's record is its active entry going: no second write
-            if retire:  # (kept while its cost is not in its project's totals: the sweep adds it)
-                self.store.retire(job)
+        if ended:  # an ended job's record is its active entry going (or its totals marker): no second write
+            if retire:  # (kept while its followers are not done: the sweep does them)
+                self._retire(job)
             return version
         if not waiting or self._publish is None:
             return version

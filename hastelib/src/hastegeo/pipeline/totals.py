@@ -2,18 +2,29 @@
 
 ``costs/<project>/<yyyy-mm>.json`` in the jobs container holds, per day (the UTC day the job ended),
 the amount and the number of jobs, by backend, by workload and by group, with the jobs whose cost was
-not known counted apart (never as 0), and the ids of the jobs it counts. The journal adds a job once it
-has ended (:class:`hastegeo.pipeline.journal.JobJournal`, step 1b) with an ETag-checked write; a job
-already named is not added again, so a redelivered message, a retried step or the reconciler's repair
-count it once. Reading a range costs one read per month in it, whatever the number of jobs
-(docs/adr/0042).
+not known counted apart (never as 0), and the ids of the jobs it counts.
+
+A job that ended is not written into it by the step that ended it: that step (the journal's step 2,
+:class:`hastegeo.pipeline.journal.JobJournal`) leaves one *marker*, an empty blob
+``costs-pending/<project>/<yyyy-mm>/<job id>`` whose metadata carry what the totals need of the job
+(its day, amount, currency and breakdowns) and the names of the job's ``active/`` and due entries: one
+call, no read, and nothing every job of a project contends for. The next write of the month (the
+reconciler's pass folds every marker each run, :meth:`CostTotals.fold`) adds the marked jobs with its
+ETag-checked write and only then deletes the markers and the entries they name (the retire the step
+left to it). Readers add the month's markers to what the document says, so a range reads what has
+ended without waiting for the fold. The document names the jobs it counts, so a marker written twice
+(a redelivered message, the reconciler's repair) or folded twice (a crash before its delete) counts
+once. Reading a range costs one read and one listing per month in it, whatever the number of jobs
+(docs/adr/0042, docs/adr/0051).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -29,6 +40,7 @@ from hastegeo.utils.errors import ConflictError
 log = logging.getLogger(__name__)
 
 PREFIX = "costs"
+PENDING = "costs-pending"  # the markers of ended jobs not yet in their month's document
 MAX_ATTEMPTS = 50
 _JSON = ContentSettings(content_type="application/json")
 # The breakdowns a day keeps, and what of a job each is by.
@@ -49,14 +61,14 @@ class Day:
     # The unpriced jobs by the same breakdowns: a group's amount is whole only when none of its items is here.
     unpriced_by: dict[str, dict[str, int]] = field(default_factory=lambda: {name: {} for name in BREAKDOWNS})
 
-    def add(self, job: Job, amount: Decimal | None) -> None:
+    def add(self, keys: dict[str, str], amount: Decimal | None) -> None:
         self.jobs += 1
         if amount is None:
             self.unpriced += 1
         else:
             self.amount += amount
-        for name, key_of in BREAKDOWNS.items():
-            key = key_of(job)
+        for name in BREAKDOWNS:
+            key = keys.get(name)
             if not key:
                 continue
             if amount is None:
@@ -99,6 +111,57 @@ class Day:
         )
 
 
+@dataclass(frozen=True)
+class Ended:
+    """What the totals need of one ended job: its id, the UTC day it ended, its cost, its breakdowns.
+
+    ``retire``: the index entries its marker stands in for (deleted once the job is in the document).
+    """
+
+    job_id: str
+    day: str
+    amount: Decimal | None
+    currency: str | None
+    keys: dict[str, str]
+    retire: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, job: Job, retire: Sequence[str] = ()) -> Ended | None:
+        """The facts of an ended ``job`` (None: it has no end time)."""
+        if job.finished_at is None:
+            return None
+        cost = job.cost
+        keys = {name: key for name, key_of in BREAKDOWNS.items() if (key := key_of(job))}
+        amount = None if cost is None else cost.amount
+        currency = None if cost is None or amount is None else cost.currency
+        return cls(job.id, job.finished_at.date().isoformat(), amount, currency, keys, tuple(retire))
+
+    def metadata(self) -> dict[str, str]:
+        """The marker's metadata (blob metadata: ASCII names and values; pure)."""
+        found = {"day": self.day, **{f"by{name}": key for name, key in self.keys.items()}}
+        if self.amount is not None:
+            found["amount"] = str(self.amount)
+        if self.currency is not None:
+            found["currency"] = self.currency
+        if self.retire:
+            found["retire"] = " ".join(self.retire)
+        return found
+
+    @classmethod
+    def from_marker(cls, job_id: str, metadata: dict[str, str]) -> Ended:
+        """The facts a marker's metadata carry (names compared without case: storage may change it)."""
+        meta = {name.lower(): value for name, value in metadata.items()}
+        amount = meta.get("amount")
+        return cls(
+            job_id=job_id,
+            day=meta["day"],
+            amount=None if amount is None else Decimal(amount),
+            currency=meta.get("currency"),
+            keys={name: meta[f"by{name}"] for name in BREAKDOWNS if meta.get(f"by{name}")},
+            retire=tuple(meta.get("retire", "").split()),
+        )
+
+
 @dataclass
 class Month:
     currency: str | None = None
@@ -125,17 +188,21 @@ class Month:
 
     def add(self, job: Job) -> bool:
         """Count ``job`` (ended, with its cost) once; False when it was counted already."""
-        if job.id in self.counted or job.finished_at is None:
+        fact = Ended.of(job)
+        return fact is not None and self.count(fact)
+
+    def count(self, fact: Ended) -> bool:
+        """Count an ended job once; False when it was counted already."""
+        if fact.job_id in self.counted:
             return False
-        self.counted.add(job.id)
-        cost = job.cost
-        amount = None if cost is None else cost.amount
-        if amount is not None and cost is not None:
+        self.counted.add(fact.job_id)
+        amount = fact.amount
+        if amount is not None:
             if self.currency is None:
-                self.currency = cost.currency
-            elif cost.currency != self.currency:
+                self.currency = fact.currency
+            elif fact.currency != self.currency:
                 amount = None  # another currency: counted apart, never summed with these
-        self.days.setdefault(job.finished_at.date().isoformat(), Day()).add(job, amount)
+        self.days.setdefault(fact.day, Day()).add(fact.keys, amount)
         return True
 
     def total(self) -> Decimal:
@@ -221,16 +288,41 @@ class CostTotals:
         self._levels = levels
         self._crossed = crossed
 
-    def add(self, job: Job) -> bool:
-        """Add an ended job to its project's month (once); True when this call added it.
+    def add(self, job: Job, retire: Sequence[str] = ()) -> bool:
+        """Mark an ended job for its project's month: one write, no read (the next write of the month adds it,
+        once); ``retire``: the index entries to delete once it is added. True when a marker was written.
 
         Raises:
-            ConflictError: the month's document kept changing (the caller's step or the sweep tries again).
+            AzureError: storage failed (the caller leaves the job to the reconciler's sweep).
+        """
+        fact = Ended.of(job, retire)
+        if fact is None or not job.state.terminal:
+            return False
+        self._container.upload_blob(
+            self._marker(job.project_id, fact.day[:7], job.id),
+            b"",
+            overwrite=True,
+            metadata=fact.metadata(),
+        )
+        return True
+
+    def fold(self) -> int:
+        """Add every marked job to its month (one ETag write per project and month), then delete the markers
+        and the entries they name: the reconciler's pass. Returns the number of markers folded.
+
+        Raises:
+            ConflictError: a month's document kept changing (the next pass folds it).
             AzureError: storage failed.
         """
-        if job.finished_at is None or not job.state.terminal:
-            return False
-        return self.change(job.project_id, month_of(job.finished_at.date()), lambda month: month.add(job))
+        months: defaultdict[tuple[str, str], list[Ended]] = defaultdict(list)
+        for blob in self._container.list_blobs(name_starts_with=f"{PENDING}/", include=["metadata"]):
+            parts = str(blob.name).split("/")
+            fact = _marked(parts[-1], blob) if len(parts) == 4 else None
+            if fact is not None:
+                months[(parts[1], parts[2])].append(fact)
+        for (project, name), marked in months.items():
+            self._change(project, name, lambda _: False, marked)
+        return sum(len(marked) for marked in months.values())
 
     def commit(self, project: str, month: str, committed: Decimal) -> bool:
         """Record the project's running jobs' expected cost so far (the reconciler's pass); True when it changed."""
@@ -244,12 +336,22 @@ class CostTotals:
         return self.change(project, month, change)
 
     def change(self, project: str, name: str, change: Callable[[Month], bool]) -> bool:
-        """Apply ``change`` (False: nothing to write) to the project's month by ETag; True when it wrote."""
+        """Apply ``change`` (False: nothing to write) to the project's month by ETag; True when it wrote.
+
+        The write adds the month's marked jobs too (:meth:`add`), and deletes their markers after it.
+        """
+        return self._change(project, name, change, None)
+
+    def _change(self, project: str, name: str, change: Callable[[Month], bool], marked: Sequence[Ended] | None) -> bool:
+        """:meth:`change`, adding ``marked`` (None: the month's markers, listed here)."""
         blob = self._blob(project, name)
         budget = self._budget_of(project) if self._budget_of is not None and self._levels else None
+        marked = self._pending(project, name) if marked is None else marked
         for _ in range(self._max_attempts):
             month, etag = self._read(blob)
-            if not change(month):
+            added = [fact.job_id for fact in marked if month.count(fact)]
+            if not change(month) and not added:
+                self._drop(project, name, marked)  # every marked job is in the document already
                 self._tell(project, name, month)  # a warning an earlier writer could not send
                 return False
             month.crossing(budget, self._levels)
@@ -262,9 +364,35 @@ class CostTotals:
                 blob.upload_blob(month.dump(), overwrite=True, content_settings=_JSON, **condition)
             except (ResourceModifiedError, ResourceExistsError):
                 continue
+            self._drop(project, name, marked)
             self._tell(project, name, month)
             return True
         raise ConflictError(f"The cost totals of project {project} changed too often to update; try again")
+
+    def _pending(self, project: str, name: str) -> list[Ended]:
+        """The month's marked jobs (one listing)."""
+        prefix = f"{PENDING}/{project}/{name}/"
+        listed = self._container.list_blobs(name_starts_with=prefix, include=["metadata"])
+        return [fact for blob in listed if (fact := _marked(str(blob.name).removeprefix(prefix), blob)) is not None]
+
+    def _drop(self, project: str, name: str, marked: Iterable[Ended]) -> None:
+        """Delete the markers of jobs the document now counts, and the entries each names; best effort
+        (one left is found again by the next fold, which counts nothing twice)."""
+        blobs = [blob for fact in marked for blob in (*fact.retire, self._marker(project, name, fact.job_id))]
+        if len(blobs) <= 2:  # one job's: no threads
+            for blob in blobs:
+                self._delete(blob)
+            return
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="totals-drop") as pool:
+            list(pool.map(self._delete, blobs))  # a pass folds the jobs of a minute: in parallel, as listings read
+
+    def _delete(self, name: str) -> None:
+        try:
+            self._container.delete_blob(name)
+        except ResourceNotFoundError:
+            pass
+        except AzureError as exc:
+            log.info("cost totals: %s not deleted yet (%s); the next fold retries", name, type(exc).__name__)
 
     def _tell(self, project: str, name: str, month: Month) -> None:
         """Send the warnings ``month`` marks unsent, then mark them sent: an outbox, like the jobs' events.
@@ -297,9 +425,14 @@ class CostTotals:
         except (ConflictError, AzureError):  # sent, not marked: sent again later, with the same id
             log.warning("project %s: budget warnings of %s sent, not yet marked sent", project, name)
 
-    def month(self, project: str, month: str) -> Month:
-        """The project's totals for ``month`` (``yyyy-mm``): one read."""
-        return self._read(self._blob(project, month))[0]
+    def month(self, project: str, month: str, *, pending: bool = True) -> Month:
+        """The project's totals for ``month`` (``yyyy-mm``), with the jobs marked and not yet added (one read
+        and one listing; ``pending=False``: the document alone, one read)."""
+        found = self._read(self._blob(project, month))[0]
+        if pending:
+            for fact in self._pending(project, month):
+                found.count(fact)
+        return found
 
     def between(self, project: str, start: date, end: date) -> tuple[str | None, dict[str, Day]]:
         """The currency and the days from ``start`` to ``end`` (inclusive): one read per month."""
@@ -321,9 +454,22 @@ class CostTotals:
         return self._container.get_blob_client(f"{PREFIX}/{project}/{month}.json")
 
     @staticmethod
+    def _marker(project: str, month: str, job_id: str) -> str:
+        return f"{PENDING}/{project}/{month}/{job_id}"
+
+    @staticmethod
     def _read(blob: Any) -> tuple[Month, str | None]:
         try:
             download = blob.download_blob()
         except ResourceNotFoundError:
             return Month(), None
         return Month.load(download.readall()), str(download.properties.etag)
+
+
+def _marked(job_id: str, blob: Any) -> Ended | None:
+    """The facts of a listed marker; None (logged, left for an operator) when its metadata do not read."""
+    try:
+        return Ended.from_marker(job_id, dict(blob.metadata or {}))
+    except (KeyError, ArithmeticError) as exc:
+        log.warning("cost totals: marker %s cannot be read (%s); left in place", blob.name, type(exc).__name__)
+        return None

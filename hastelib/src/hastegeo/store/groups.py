@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
+import time
 from collections.abc import Callable
 from datetime import datetime
 from itertools import islice
@@ -23,6 +25,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from hastegeo.models.group import Group, GroupRequest
+from hastegeo.utils.backoff import conflict_delay
 from hastegeo.utils.errors import ConflictError, HasteError
 
 _JSON = ContentSettings(content_type="application/json")
@@ -42,9 +45,18 @@ class GroupNotFoundError(HasteError):
 
 
 class GroupStore:
-    def __init__(self, container: ContainerClient, *, max_attempts: int = 40) -> None:
+    def __init__(
+        self,
+        container: ContainerClient,
+        *,
+        max_attempts: int = 40,
+        sleep: Callable[[float], None] = time.sleep,
+        draw: Callable[[], float] = random.random,
+    ) -> None:
         self._container = container
         self._max_attempts = max_attempts
+        self._sleep = sleep  # the wait between tries after a lost ETag check (utils/backoff.py)
+        self._draw = draw
 
     @staticmethod
     def document_name(group_id: str) -> str:
@@ -84,9 +96,14 @@ class GroupStore:
     def update(self, group_id: str, change: Callable[[Group], Group | None]) -> tuple[Group, bool]:
         """Apply the pure ``change`` with If-Match; the group as stored and whether this call wrote it.
 
+        After a lost ETag check (another writer was first) it waits a random, growing time
+        (:func:`hastegeo.utils.backoff.conflict_delay`) and reads again.
+
         Raises GroupNotFoundError, ConflictError (it kept changing).
         """
-        for _ in range(self._max_attempts):
+        for attempt in range(self._max_attempts):
+            if attempt:
+                self._sleep(conflict_delay(attempt, self._draw()))
             current, etag = self._read(group_id)
             updated = change(current)
             if updated is None:

@@ -417,17 +417,25 @@ class JobStore:
         page = builtins.list(next(pages, []))
         return page, pages.continuation_token  # type: ignore[attr-defined]
 
-    def retire(self, job: Job, *, repair: bool = False) -> None:
-        """Delete the ``active/`` entry of a job that has ended; with ``repair``, make sure of its ``ended/``
-        entry first (the ending write made it, unless a crash came before the document).
+    def retire(self, job: Job, *, repair: bool = False, active: bool = True) -> None:
+        """Delete the ``active/`` entry of a job that has ended, and the due entry its ending write kept (so
+        the sweep finds a job not retired); with ``repair``, make sure of its ``ended/`` entry first (the
+        ending write made it, unless a crash came before the document). ``active=False``: the due entry
+        only (the ``active/`` one goes with the job's cost totals marker: ADR 0051).
         """
         if not job.state.terminal:
             raise ValueError(f"job {job.id} is {job.state.value}: only an ended job leaves the active index")
         if repair:
             self._put_entry(self._state_entry(job))
-        self._delete_entry(index.active_entry(job.project_id, index.sort_key(index.position_of(job))))
-        if job.due_entry is not None:  # an ending write keeps it until here, so the sweep finds a job not retired
+        if active:
+            self._delete_entry(self.active_name(job))
+        if job.due_entry is not None:
             self._delete_entry(job.due_entry)
+
+    @staticmethod
+    def active_name(job: Job) -> str:
+        """The name of the job's ``active/`` entry."""
+        return index.active_entry(job.project_id, index.sort_key(index.position_of(job)))
 
     def rearm(self, job_id: str) -> bool:
         """Make an ended job due again, so the next sweep reads it and repeats its followers step (a release
