@@ -9,11 +9,14 @@ mean (retries are the client's retry policy, see :func:`hastegeo.runtime.transfe
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from azure.storage.blob import BlobClient, ContainerClient
+
+UPLOADS_AT_ONCE = 4
 
 
 def download(blob: BlobClient, target: Path) -> None:
@@ -36,10 +39,26 @@ def download_prefix(container: ContainerClient, prefix: str | None, folder: Path
 
 
 def upload(container: ContainerClient, files: Iterable[tuple[Path, str]]) -> None:
-    """Upload each ``(file, blob name)``, replacing a blob of that name."""
-    for path, name in files:
-        with path.open("rb") as data:
-            container.upload_blob(name, data, overwrite=True)
+    """Upload each ``(file, blob name)``, replacing a blob of that name, up to :data:`UPLOADS_AT_ONCE` at a time.
+
+    A job's outputs are mostly a few small files, each one round trip: overlapping them takes their
+    sum off the time from a workload's exit to its job's end, as a Batch node uploads its output
+    files side by side. Every upload is waited for; the first failure is raised (the caller uploads
+    all of them again). The SDK's clients are safe to share between threads.
+    """
+    todo = list(files)
+    if len(todo) < 2:
+        for path, name in todo:
+            _upload(container, path, name)
+        return
+    with ThreadPoolExecutor(max_workers=min(UPLOADS_AT_ONCE, len(todo)), thread_name_prefix="upload") as pool:
+        for done in [pool.submit(_upload, container, path, name) for path, name in todo]:
+            done.result()
+
+
+def _upload(container: ContainerClient, path: Path, name: str) -> None:
+    with path.open("rb") as data:
+        container.upload_blob(name, data, overwrite=True)
 
 
 def read_range(blob: BlobClient, offset: int, limit: int) -> bytes | None:
