@@ -111,6 +111,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(answer)
         except BatchError as exc:
             self._send_error(exc)
+        except ConnectionError:  # the client left before its answer (its own timeout): nobody to answer
+            self.close_connection = True
         except Exception as exc:  # a bug in the double must still answer like the service
             self._send_error(BatchError(500, "InternalError", f"Unexpected error in the test service: {exc!r}"))
 
