@@ -19,6 +19,7 @@ import pytest
 from hastegeo.models.group import Group, completes
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.group_commit import Change, GroupCommit, Outcome, apply_all
+from hastegeo.utils import backoff
 from hastegeo.utils.backoff import conflict_delay
 from hastegeo.utils.errors import ConflictError
 
@@ -285,3 +286,12 @@ def test_a_lost_write_waits_a_random_time_growing_with_each_loss_and_capped() ->
     assert conflict_delay(39, 0.999) < 0.5
     assert conflict_delay(39, 0.999) > 0.49
     assert conflict_delay(10_000, 0.5) == pytest.approx(0.25)
+
+
+def test_a_shared_documents_tries_wait_only_between_them_and_longer_after_each_loss() -> None:
+    waits: list[float] = []
+    attempts = list(backoff.tries(4, sleep=waits.append, draw=lambda: 0.5))
+    assert attempts == [0, 1, 2, 3]
+    assert waits == [pytest.approx(0.005), pytest.approx(0.01), pytest.approx(0.02)]  # none before the first
+    assert list(backoff.tries(1, sleep=waits.append)) == [0]
+    assert len(waits) == 3

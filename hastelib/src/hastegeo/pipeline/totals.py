@@ -35,6 +35,7 @@ from azure.core.exceptions import AzureError, ResourceExistsError, ResourceModif
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from hastegeo.models.job import Job
+from hastegeo.utils.backoff import tries
 from hastegeo.utils.errors import ConflictError
 
 log = logging.getLogger(__name__)
@@ -347,7 +348,7 @@ class CostTotals:
         blob = self._blob(project, name)
         budget = self._budget_of(project) if self._budget_of is not None and self._levels else None
         marked = self._pending(project, name) if marked is None else marked
-        for _ in range(self._max_attempts):
+        for _ in tries(self._max_attempts):  # a lost ETag check waits a random, growing time first
             month, etag = self._read(blob)
             added = [fact.job_id for fact in marked if month.count(fact)]
             if not change(month) and not added:

@@ -25,7 +25,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from hastegeo.models.group import Group, GroupRequest
-from hastegeo.utils.backoff import conflict_delay
+from hastegeo.utils.backoff import tries
 from hastegeo.utils.errors import ConflictError, HasteError
 
 _JSON = ContentSettings(content_type="application/json")
@@ -97,13 +97,11 @@ class GroupStore:
         """Apply the pure ``change`` with If-Match; the group as stored and whether this call wrote it.
 
         After a lost ETag check (another writer was first) it waits a random, growing time
-        (:func:`hastegeo.utils.backoff.conflict_delay`) and reads again.
+        (:func:`hastegeo.utils.backoff.tries`) and reads again.
 
         Raises GroupNotFoundError, ConflictError (it kept changing).
         """
-        for attempt in range(self._max_attempts):
-            if attempt:
-                self._sleep(conflict_delay(attempt, self._draw()))
+        for _ in tries(self._max_attempts, sleep=self._sleep, draw=self._draw):
             current, etag = self._read(group_id)
             updated = change(current)
             if updated is None:

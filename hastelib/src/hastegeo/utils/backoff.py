@@ -8,6 +8,10 @@ within milliseconds, so a writer that lost once is barely delayed.
 
 from __future__ import annotations
 
+import random
+import time
+from collections.abc import Callable, Iterator
+
 FIRST_S = 0.01  # the longest wait after the first loss
 MOST_S = 0.5  # the longest wait after any loss
 
@@ -16,3 +20,15 @@ def conflict_delay(losses: int, draw: float, *, first: float = FIRST_S, most: fl
     """The wait before the next try after ``losses`` (1 or more) lost writes: ``draw`` (uniform in [0, 1))
     times ``first`` doubled per earlier loss, capped at ``most``."""
     return draw * min(most, first * (1 << min(losses - 1, 32)))
+
+
+def tries(
+    most: int, *, sleep: Callable[[float], None] = time.sleep, draw: Callable[[], float] = random.random
+) -> Iterator[int]:
+    """The tries of an ETag-conditional read-modify-write of a shared document (0 to ``most`` - 1), each one
+    after the first coming after a :func:`conflict_delay`: the loop of every store whose one document many
+    writers change (a group, the admission book, a project's month of cost totals)."""
+    for attempt in range(most):
+        if attempt:
+            sleep(conflict_delay(attempt, draw()))
+        yield attempt

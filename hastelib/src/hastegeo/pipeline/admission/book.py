@@ -19,6 +19,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from hastegeo.pipeline.admission.fairshare import Book, Seat
+from hastegeo.utils.backoff import tries
 from hastegeo.utils.errors import ConflictError
 
 BOOK_BLOB = "admission/book.json"
@@ -59,7 +60,7 @@ class AdmissionBook:
         Raises:
             ConflictError: the book kept changing for ``max_attempts`` tries (the caller's step is retried).
         """
-        for _ in range(self._max_attempts):
+        for _ in tries(self._max_attempts):  # a lost ETag check waits a random, growing time first
             book, etag = self._read()
             before = dump(book)
             result = change(book)
