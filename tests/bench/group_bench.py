@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from azure.core.exceptions import AzureError
 from azure.storage.blob import BlobServiceClient
@@ -51,14 +51,13 @@ from hastegeo.store.jobs import JobStore
 from hastegeo.utils.files import read_json
 from hastegeo_dev.stack import LocalStack
 from tests.bench import storage_calls
-from tests.bench.pipeline_bench import bench_stack
+from tests.bench.pipeline_bench import bench_stack, patiently
 
 BENCH = Path(storage_calls.__file__).parent
 SLOTS = 4
 INPUT = "bench/input.txt"
 OTHER_INPUT = "other/input.txt"
 LARGE_END_S = 600.0
-T = TypeVar("T")
 TERMINAL_STATES = frozenset(state for state in JobState if state.terminal)
 BODY: dict[str, Any] = {"workload": "artifacts", "projectId": "bench", "inputs": [{"blob": INPUT}]}
 
@@ -242,16 +241,6 @@ def ending_s(count: int, cancel: bool) -> float:
     """How long the bench waits for every item to end. A cancelled large group gets ten minutes: on Azurite,
     whose every call slows as one container holds ten thousand items' blobs, its cancel can take hours."""
     return LARGE_END_S if cancel else max(900.0, count * 1.5)
-
-
-def patiently(look: Callable[[], T]) -> T:
-    """``look``, again while storage fails it (Azurite busy past its timeout)."""
-    for _ in range(10):
-        try:
-            return look()
-        except AzureError:
-            time.sleep(3.0)
-    return look()
 
 
 def started_at(root: Path, job_id: str) -> float | None:

@@ -59,6 +59,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from azure.core.exceptions import AzureError
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
 from hastegeo.cli.client import ApiClient, ApiError
@@ -130,7 +131,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def patiently(call: Callable[[], T], attempts: int = 10) -> T:
-    """``call()``, again after a 503: on a shared machine, storage may miss the API's time budget."""
+    """``call()``, again after a 503, or a storage call of the bench's own that failed: on a shared machine (or
+    an Azurite holding ten thousand jobs), storage may miss the API's time budget and the bench's own."""
     for _ in range(attempts - 1):
         try:
             return call()
@@ -138,6 +140,8 @@ def patiently(call: Callable[[], T], attempts: int = 10) -> T:
             if exc.status != 503:
                 raise
             time.sleep(float(exc.headers.get("Retry-After", "1")))
+        except AzureError:
+            time.sleep(3.0)
     return call()
 
 
