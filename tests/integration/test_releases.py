@@ -61,13 +61,13 @@ def entries(runtime: Runtime, prefix: str) -> list[str]:
     return [str(blob.name) for blob in container.list_blobs(name_starts_with=prefix)]
 
 
-def sent_releases(runtime: Runtime) -> list[GroupMessage]:
-    """Record the ``release`` messages the pipeline sends (they still go to the queue)."""
+def sent_group_messages(runtime: Runtime, kind: str = "release") -> list[GroupMessage]:
+    """Record the ``groups-make`` messages of ``kind`` the pipeline sends (they still go to the queue)."""
     sent: list[GroupMessage] = []
     send = runtime.deps.queues.send_text
 
     def recording(queue: str, text: str, delay_s: float = 0) -> Any:
-        if queue == GROUPS_QUEUE and (message := GroupMessage.model_validate_json(text)).kind == "release":
+        if queue == GROUPS_QUEUE and (message := GroupMessage.model_validate_json(text)).kind == kind:
             sent.append(message)
         return send(queue, text, delay_s)
 
@@ -121,7 +121,7 @@ def test_many_dependents_are_released_a_chunk_per_message_each_once(
     runtime = script_runtime(make_runtime)
     upstream = accept_job(runtime, parameters={"sleep": 0.3})
     dependents = [accept_job(runtime, after=[upstream.id]).id for _ in range(after.INLINE * 2 + 5)]
-    releases = sent_releases(runtime)
+    releases = sent_group_messages(runtime)
     run_until_ended(runtime, [upstream.id])
     # More than INLINE dependents: the upstream's end released none itself, it sent one message.
     assert releases == [GroupMessage(group_id=upstream.id, kind="release")]
@@ -150,7 +150,7 @@ def test_an_upstream_failure_reaches_many_dependents_through_the_chunks(
     runtime = script_runtime(make_runtime)
     upstream = accept_job(runtime, parameters={"script": FAIL})
     dependents = [accept_job(runtime, after=[upstream.id]).id for _ in range(after.INLINE + 3)]
-    releases = sent_releases(runtime)
+    releases = sent_group_messages(runtime)
     run_until_ended(runtime, [upstream.id])
     for message in releases:  # the list grows as each delivery sends the next chunk's message
         runtime.groups.handle(message)
@@ -270,7 +270,7 @@ def test_a_release_chunk_that_finds_a_dependent_not_yet_stored_rearms_its_upstre
     runtime = script_runtime(make_runtime)
     upstream = accept_job(runtime)
     dependents = [accept_job(runtime, after=[upstream.id]).id for _ in range(after.INLINE + 5)]
-    releases = sent_releases(runtime)
+    releases = sent_group_messages(runtime)
     create = runtime.journal.create
 
     def releasing_before_the_document(job: Job) -> Any:
@@ -315,7 +315,7 @@ def test_a_release_given_up_on_after_five_deliveries_still_releases_every_depend
         make_items(runtime, group.id)
         upstream_id, items = group.id, [group.job_id(0), group.job_id(1)]
     dependents = [accept_job(runtime, after=[upstream_id]).id for _ in range(after.INLINE * 2 + 5)]
-    releases, submits = sent_releases(runtime), sent_submits(runtime)
+    releases, submits = sent_group_messages(runtime), sent_submits(runtime)
     run_until_ended(runtime, items)
     assert releases == [GroupMessage(group_id=upstream_id, kind="release")]
     runtime.groups.handle(releases[0])  # the first chunk released, the second chunk's message sent
@@ -440,15 +440,7 @@ def test_a_cancel_the_host_gave_up_on_is_sent_again_by_the_reconciler(make_runti
     asked = datetime.now(UTC)
     runtime.groups.cancel(group.id)  # its cancel message is given up on: never handled
     runtime.group_poison.handle(GroupMessage(group_id=group.id, kind="cancel").encode())
-    sent: list[GroupMessage] = []
-    send = runtime.deps.queues.send_text
-
-    def recording(queue: str, text: str, delay_s: float = 0) -> Any:
-        if queue == GROUPS_QUEUE:
-            sent.append(GroupMessage.model_validate_json(text))
-        return send(queue, text, delay_s)
-
-    runtime.deps.queues.send_text = recording  # type: ignore[method-assign]
+    sent = sent_group_messages(runtime, kind="cancel")
     runtime.groups.repair([], asked + timedelta(seconds=groups.CANCEL_AGAIN_S - 5))
     assert sent == []  # not yet: the cancel may still be on its way
     later = asked + timedelta(seconds=groups.CANCEL_AGAIN_S + 5)
