@@ -69,7 +69,7 @@ browser: ## Make sure /usr/bin/chromium is there for the browser tests (tests/br
 lint: $(STAMP) $(NODE_STAMP) ## ruff, ESLint, shellcheck, hadolint, actionlint (shellcheck on run: blocks), azure.yaml and host.json against their schemas
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	node_modules/.bin/eslint --max-warnings 0 api/console_static
+	node_modules/.bin/eslint --max-warnings 0 api/console_static hastelib/dev/src tests/integration/devhost
 	git ls-files -z '*.sh' | xargs -0 $(VENV)/bin/shellcheck
 	git ls-files -z '*Dockerfile*' | xargs -0 $(VENV)/bin/hadolint
 	@# actionlint runs shellcheck over every `run:` block when it finds it on PATH (the venv's).

@@ -1,4 +1,5 @@
-// Lint rules for the web console (api/console_static): ES modules run by the browser.
+// Lint rules for the web console (api/console_static): ES modules run by the browser; and for the
+// script the development stack preloads into Azurite (CommonJS run by Node).
 import js from "@eslint/js";
 import globals from "globals";
 
@@ -18,6 +19,17 @@ export default [
       "no-implicit-globals": "error",
       "no-shadow": "error",
       "no-unused-vars": ["error", { args: "after-used", argsIgnorePattern: "^_" }],
+      "no-var": "error",
+      "prefer-const": "error",
+    },
+  },
+  {
+    files: ["hastelib/dev/src/**/*.js", "tests/integration/devhost/*.js"],
+    languageOptions: { ecmaVersion: 2022, sourceType: "commonjs", globals: globals.node },
+    rules: {
+      ...js.configs.recommended.rules,
+      eqeqeq: ["error", "always", { null: "ignore" }],
+      "no-shadow": "error",
       "no-var": "error",
       "prefer-const": "error",
     },
