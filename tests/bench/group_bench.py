@@ -11,7 +11,7 @@ made, the host's empty queue polls and the reconciler's passes, are left out):
 - **singles**: N ``POST /api/jobs`` from 32 threads;
 - **group**: one ``POST /api/groups`` of N items (ADR 0040);
 - **large group**: the same for ``--large`` items (10,000), every item run to its end: on 2 cores
-  about three quarters of an hour, nearly all of it the items' own workload processes. Azurite
+  about 40 minutes (2,211 s measured under load), most of it the items' own workload processes. Azurite
   finds blobs by name through its index (ADR 0052); without that, its deletes read every blob it
   holds and the run slows to a stop past about 60,000 blobs.
 
