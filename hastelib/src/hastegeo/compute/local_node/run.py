@@ -91,6 +91,7 @@ class Ending:
                 stream.flush()
         self.layout.record_exit(self.name, code, reason)
         if self.notice is not None:  # the host may go on now; without it, it goes on when we are gone
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a host gone meanwhile is an error here, not our end
             with contextlib.suppress(OSError):
                 os.write(self.notice, NOTICE)
                 os.close(self.notice)
