@@ -167,3 +167,52 @@ def test_the_pipeline_clients_send_through_direct_sessions_of_their_own(
     sessions = [client._pipeline._transport.session for client in (blobs, queues)]
     assert all(isinstance(session, DirectSession) for session in sessions)
     assert sessions[0] is not sessions[1]
+
+
+def test_a_session_keeps_a_connection_for_each_of_many_threads() -> None:
+    """24 threads calling together, five times: each keeps its connection (requests' own pool kept 10)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Answer(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    accepted: list[object] = []
+
+    class Counting(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def get_request(self) -> tuple[socket.socket, Any]:
+            request = super().get_request()
+            accepted.append(request[1])
+            return request
+
+    server = Counting(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    session, threads = DirectSession(), 24
+    together = threading.Barrier(threads)
+
+    def calls() -> None:
+        for _ in range(5):
+            together.wait(timeout=30)
+            assert session.request("GET", url, allow_redirects=False, timeout=10).status_code == 200
+
+    try:
+        workers = [threading.Thread(target=calls) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+    finally:
+        server.shutdown()
+        session.close()
+    assert len(accepted) <= threads

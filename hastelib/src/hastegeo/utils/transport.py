@@ -25,6 +25,12 @@ from requests.adapters import HTTPAdapter
 from requests.models import PreparedRequest
 from urllib3.util.retry import Retry
 
+# Connections a client keeps open to its storage host. Many threads of one process share a client (the
+# queue workers, the exit handlers, the upload pools); past the pool's size, requests opens a connection
+# for a call and closes it after ("Connection pool is full, discarding connection"): on Azure, a TLS
+# handshake per call. requests' default is 10.
+POOL_SIZE = 64
+
 
 def names_proxy(environ: Mapping[str, str]) -> bool:
     """Whether ``environ`` sets a proxy variable that requests would read (pure)."""
@@ -66,7 +72,9 @@ class DirectSession(requests.Session):
     def __init__(self) -> None:
         super().__init__()
         self.trust_env = False
-        adapter = HTTPAdapter(max_retries=Retry(total=False, redirect=False, raise_on_status=False))
+        adapter = HTTPAdapter(
+            pool_maxsize=POOL_SIZE, max_retries=Retry(total=False, redirect=False, raise_on_status=False)
+        )
         for scheme in ("http://", "https://"):
             self.mount(scheme, adapter)
 

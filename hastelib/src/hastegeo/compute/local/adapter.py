@@ -27,9 +27,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -53,7 +53,14 @@ from hastegeo.compute.contract import (
     OutputRead,
 )
 from hastegeo.compute.local.settings import LocalSettings
-from hastegeo.compute.local_node.layout import LocalLayout, file_lock, pid_alive, time_limit_reason
+from hastegeo.compute.local_node.layout import (
+    NOTICE,
+    Launched,
+    LocalLayout,
+    file_lock,
+    pid_alive,
+    time_limit_reason,
+)
 from hastegeo.compute.tail import TAIL_BYTES, with_stderr
 from hastegeo.compute.transfer import download, download_prefix, upload
 from hastegeo.costs.attribution import LocalAttempt
@@ -274,18 +281,27 @@ class LocalBackend(ComputeBackend):
 
     def _admit(self) -> None:
         """Admit waiting jobs; each workload started here is reaped by a thread of this process."""
-        for name, process in self._layout.admit(self._slots, self._python, self._project_limit):
-            threading.Thread(target=self._reap, args=(name, process), name=f"local-{process.pid}", daemon=True).start()
+        for launched in self._layout.admit(self._slots, self._python, self._project_limit):
+            pid = launched.process.pid
+            threading.Thread(target=self._reap, args=(launched,), name=f"local-{pid}", daemon=True).start()
 
-    def _reap(self, name: str, process: subprocess.Popen[bytes]) -> None:
+    def _reap(self, launched: Launched) -> None:
         """Wait for a workload this process started; record its end if it could not; nudge; admit the next.
+
+        The nudge comes as soon as the workload says its record is written (:func:`recorded`),
+        while it is still shutting down; else once it is gone. The next workload waits for the
+        slot to be free: for the process to be gone.
 
         ``waitid(WNOWAIT)`` leaves the exited process a zombie, which counts as alive, until
         the record is written: no status call in between takes it for one that vanished.
         """
+        name, process = launched.name, launched.process
+        spec = read_json(self._layout.job_dir(name) / "spec.json") or {}
+        nudged = launched.notice is not None and recorded(process.pid, launched.notice)
+        if nudged:
+            self._nudge(spec.get("jobId"))
         ended = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
         state = self._layout.state(name)
-        spec = read_json(self._layout.job_dir(name) / "spec.json") or {}
         if ended is not None and not (state / "exit.json").exists():
             code = ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
             reason = None
@@ -299,7 +315,8 @@ class LocalBackend(ComputeBackend):
                 )
             self._layout.record_exit(name, code, reason)
         process.wait()
-        self._nudge(spec.get("jobId"))
+        if not nudged:
+            self._nudge(spec.get("jobId"))
         self._admit()
 
     def _nudge(self, job_id: str | None) -> None:
@@ -392,3 +409,29 @@ def create(context: BackendContext) -> LocalBackend:
     slots = settings.slots or os.cpu_count() or 1
     python = settings.python or sys.executable
     return LocalBackend(context, root, slots, python, settings.niceness)
+
+
+def recorded(pid: int, notice: int) -> bool:
+    """Wait until the workload ``pid`` says on ``notice`` that its exit record is written (True), or until it
+    ends without saying so (False). Closes ``notice``.
+
+    The workload's process is watched too (a pidfd): a child it forked holds the pipe open past its end,
+    so the pipe's closing alone cannot tell that it ended. Where there is no pidfd (not Linux) it says
+    False at once, and the caller waits for the process as it always did.
+    """
+    try:
+        try:
+            gone = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            return False
+        try:
+            watch = select.poll()  # not select(): a busy host's descriptors run past its 1,024
+            watch.register(notice, select.POLLIN)
+            watch.register(gone, select.POLLIN)
+            ready = {fd for fd, _ in watch.poll()}
+            # Nothing to read (EOF) when the workload replaced itself (exec) or ended without a word.
+            return notice in ready and os.read(notice, 1) == NOTICE
+        finally:
+            os.close(gone)
+    finally:
+        os.close(notice)

@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hastegeo.checkpoints.layout import CHECKPOINTS
 from hastegeo.checkpoints.layout import DIR_VARIABLE as CHECKPOINT_DIR_VARIABLE
@@ -45,7 +45,19 @@ UNRECORDED = (
 NOT_STARTED = "the local host stopped while starting the workload, so it may not have run"
 
 
+# The workload's end of a pipe (its fd number), on which it says its exit record is written (:mod:`.run`).
+NOTICE_VARIABLE = "HASTE_EXIT_NOTICE_FD"
+NOTICE = b"!"
 PROJECTS_KEPT = 10_000  # names whose project a layout remembers before it starts over
+
+
+class Launched(NamedTuple):
+    """A workload admission started: the host that started it reaps it."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    # The host's end of the pipe the workload says "recorded" on (:data:`NOTICE`), or None without one.
+    notice: int | None
 
 
 class LocalLayout:
@@ -144,7 +156,7 @@ class LocalLayout:
         write_json(self.state(name) / "exit.json", {**ended, "endedAt": utc_now().isoformat(), **extra})
         return ended
 
-    def admit(self, slots: int, python: str, project_limit: int = 0) -> list[tuple[str, subprocess.Popen[bytes]]]:
+    def admit(self, slots: int, python: str, project_limit: int = 0) -> list[Launched]:
         """Start the workloads of waiting jobs while fewer than ``slots`` run. Returns what it started.
 
         Projects take turns (:func:`hastegeo.utils.turns.admission_order`), and a project
@@ -157,7 +169,7 @@ class LocalLayout:
         A job moves from ``queue/`` to ``active/`` in one rename, so one that a killed
         host was starting is never lost nor started twice.
         """
-        started: list[tuple[str, subprocess.Popen[bytes]]] = []
+        started: list[Launched] = []
         with self.scheduler_lock():
             free = slots
             for entry in (self.root / "active").iterdir():
@@ -177,7 +189,7 @@ class LocalLayout:
                     slot.unlink()
                     continue
                 try:
-                    process = self._launch(name, python)
+                    process, notice = self._launch(name, python)
                 except OSError as exc:
                     self.record_exit(name, None, f"could not start the workload: {exc.strerror or exc}")
                     slot.unlink()
@@ -186,26 +198,37 @@ class LocalLayout:
                 write_json(self.state(name) / "running.json", {"pid": process.pid, "startedAt": utc_now().isoformat()})
                 with (self.state(name) / "launches.log").open("a", encoding="utf-8") as launches:
                     launches.write(f"{time.time():.3f} workload {process.pid}\n")
-                started.append((name, process))
+                started.append(Launched(name, process, notice))
         return started
 
-    def _launch(self, name: str, python: str) -> subprocess.Popen[bytes]:
-        """Start :mod:`.run` for the job in its working directory and a session of its own."""
+    def _launch(self, name: str, python: str) -> tuple[subprocess.Popen[bytes], int | None]:
+        """Start :mod:`.run` for the job in its working directory and a session of its own, with the write
+        end of a pipe it says "recorded" on; returns the process and the read end (closed on failure)."""
         spec = read_json(self.job_dir(name) / "spec.json") or {}
         work = self.work(name)
         env = {**os.environ, **(spec.get("env") or {}), **workdir_env(str(work)), **self._launch_env}
         env[CHECKPOINT_DIR_VARIABLE] = str(work / CHECKPOINTS)
         (work / "logs").mkdir(parents=True, exist_ok=True)
-        with (work / "logs" / "stdout.txt").open("ab") as out, (work / "logs" / "stderr.txt").open("ab") as err:
-            return subprocess.Popen(
-                [python, "-m", "hastegeo.compute.local_node.run", str(self.root), name],
-                cwd=work,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-            )
+        notice, told = os.pipe()
+        env[NOTICE_VARIABLE] = str(told)
+        try:
+            with (work / "logs" / "stdout.txt").open("ab") as out, (work / "logs" / "stderr.txt").open("ab") as err:
+                process = subprocess.Popen(
+                    [python, "-m", "hastegeo.compute.local_node.run", str(self.root), name],
+                    cwd=work,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    pass_fds=(told,),
+                )
+        except BaseException:
+            os.close(notice)
+            raise
+        finally:
+            os.close(told)  # the workload's alone now: its end closes the pipe
+        return process, notice
 
 
 def time_limit_reason(spec: dict[str, Any]) -> str:

@@ -16,6 +16,11 @@ it started outlives the record. What leaves no record (SIGKILL, the OOM killer,
 across ``exec`` and dies of SIGALRM at its limit) is recorded by the host that reaps
 the process, or reported by the next host as not recorded.
 
+Once the record is written it says so on a pipe the host gave it (``HASTE_EXIT_NOTICE_FD``),
+so the host handles the end while this interpreter is still shutting down (tens of
+milliseconds at a lower priority): the record is the end, as it is for any status call
+that reads it first. The pipe is not inherited by anything the command starts.
+
 It runs below the host's CPU priority (``niceness`` in its spec, from
 ``HASTE_LOCAL_NICENESS``), its session's autogroup included: a busy machine answers
 the API and runs the pipeline's steps before it runs workloads.
@@ -36,7 +41,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from hastegeo.compute.local_node.layout import LocalLayout, time_limit_reason, time_limit_s
+from hastegeo.compute.local_node.layout import NOTICE, NOTICE_VARIABLE, LocalLayout, time_limit_reason, time_limit_s
 from hastegeo.utils.files import read_json
 from hastegeo.utils.priority import lower_priority
 
@@ -53,6 +58,7 @@ class Ending:
         self.pid = os.getpid()
         self.code = 1
         self.recorded = False
+        self.notice = take_notice_fd()
 
     def at_exit(self) -> None:
         if os.getpid() == self.pid:  # not in a child the command forked
@@ -84,6 +90,25 @@ class Ending:
             with contextlib.suppress(Exception):
                 stream.flush()
         self.layout.record_exit(self.name, code, reason)
+        if self.notice is not None:  # the host may go on now; without it, it goes on when we are gone
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a host gone meanwhile is an error here, not our end
+            with contextlib.suppress(OSError):
+                os.write(self.notice, NOTICE)
+                os.close(self.notice)
+            self.notice = None
+
+
+def take_notice_fd() -> int | None:
+    """The pipe the host reads our "recorded" on, kept from everything the command starts; None without one."""
+    raw = os.environ.pop(NOTICE_VARIABLE, "")
+    if not raw.isdigit():
+        return None
+    fd = int(raw)
+    try:
+        os.set_inheritable(fd, False)
+    except OSError:  # not open: started by hand with the variable set
+        return None
+    return fd
 
 
 def run(argv: list[str]) -> None:
