@@ -136,6 +136,9 @@ param hasteSubmitRatePerS string
 param hasteSubmitBurst string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
+@description('App setting HASTE_CHECKPOINT_INTERVAL_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteCheckpointIntervalS string
 @description('App setting HASTE_HTTP_AUTH_LEVEL; its meaning is in docs/deploy.md.')
 @allowed([
   'anonymous'
@@ -445,6 +448,7 @@ module appSettings 'modules/appSettings.bicep' = {
     hasteSubmitRatePerS: hasteSubmitRatePerS
     hasteSubmitBurst: hasteSubmitBurst
     hasteCorsAllowedOrigins: hasteCorsAllowedOrigins
+    hasteCheckpointIntervalS: hasteCheckpointIntervalS
     hasteHttpAuthLevel: hasteHttpAuthLevel
     hasteProjectGroups: hasteProjectGroups
     hasteLocalAllowInAzure: hasteLocalAllowInAzure

@@ -53,6 +53,7 @@ param hasteMaxBodyBytes = readEnvironmentVariable('HASTE_MAX_BODY_BYTES', '26214
 param hasteSubmitRatePerS = readEnvironmentVariable('HASTE_SUBMIT_RATE_PER_S', '0')
 param hasteSubmitBurst = readEnvironmentVariable('HASTE_SUBMIT_BURST', '200')
 param hasteCorsAllowedOrigins = readEnvironmentVariable('HASTE_CORS_ALLOWED_ORIGINS', '')
+param hasteCheckpointIntervalS = readEnvironmentVariable('HASTE_CHECKPOINT_INTERVAL_S', '300.0')
 param hasteHttpAuthLevel = readEnvironmentVariable('HASTE_HTTP_AUTH_LEVEL', 'anonymous')
 param hasteProjectGroups = readEnvironmentVariable('HASTE_PROJECT_GROUPS', '')
 param hasteLocalAllowInAzure = readEnvironmentVariable('HASTE_LOCAL_ALLOW_IN_AZURE', 'false')

@@ -69,6 +69,9 @@ param hasteSubmitRatePerS string
 param hasteSubmitBurst string
 @description('App setting HASTE_CORS_ALLOWED_ORIGINS; its meaning is in docs/deploy.md.')
 param hasteCorsAllowedOrigins string
+@description('App setting HASTE_CHECKPOINT_INTERVAL_S; its meaning is in docs/deploy.md.')
+@minLength(1)
+param hasteCheckpointIntervalS string
 @description('App setting HASTE_HTTP_AUTH_LEVEL; its meaning is in docs/deploy.md.')
 @allowed([
   'anonymous'
@@ -237,6 +240,7 @@ var operatorSettings = {
   HASTE_SUBMIT_RATE_PER_S: hasteSubmitRatePerS
   HASTE_SUBMIT_BURST: hasteSubmitBurst
   HASTE_CORS_ALLOWED_ORIGINS: hasteCorsAllowedOrigins
+  HASTE_CHECKPOINT_INTERVAL_S: hasteCheckpointIntervalS
   HASTE_HTTP_AUTH_LEVEL: hasteHttpAuthLevel
   HASTE_PROJECT_GROUPS: hasteProjectGroups
   HASTE_LOCAL_ALLOW_IN_AZURE: hasteLocalAllowInAzure

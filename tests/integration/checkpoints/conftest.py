@@ -97,6 +97,15 @@ def training_request(scene: SampleScene, backend: str, project: str = "p1") -> d
     }
 
 
+def trained(runtime: Runtime, scene: SampleScene, backend: str) -> Job:
+    """A training job on ``backend`` run to its end without interruption; the job as it ended (succeeded)."""
+    job = runtime.acceptor.accept(parse_request(training_request(scene, backend))).job
+    runtime.submit.handle(JobMessage(job_id=job.id, kind="submit"))
+    finished = drive(runtime, job.id, timeout=120)
+    assert finished.state is JobState.SUCCEEDED, finished.reason
+    return finished
+
+
 def model_of(runtime: Runtime, job: Job) -> dict[str, Any]:
     container = runtime.blobs.get_container_client(runtime.settings.storage.outputs_container)
     document: dict[str, Any] = json.loads(container.download_blob(f"jobs/{job.id}/outputs/model.json").readall())

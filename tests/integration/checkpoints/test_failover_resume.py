@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hastegeo.models.states import JobState
-from hastegeo.pipeline.accept import parse_request
-from hastegeo.store.queues import JobMessage
 from hastegeo.workloads._run.sample_data import SampleScene
 from hastegeo_dev.devhost.azurite import Azurite
 from hastegeo_dev.testing.batch_service import BatchTestService
-from tests.integration.conftest import drive
 
 from .conftest import (
     assert_same_model,
@@ -25,7 +21,7 @@ from .conftest import (
     moved_mid_run,
     put_scene,
     resumed_at,
-    training_request,
+    trained,
 )
 
 pytestmark = pytest.mark.azurite
@@ -39,10 +35,7 @@ def test_auto_job_moved_from_local_to_batch_resumes_where_local_stopped(
     runtime = make_runtime(env, tmp_path)
     try:
         put_scene(runtime, scene)
-        whole = runtime.acceptor.accept(parse_request(training_request(scene, "azure_batch"))).job
-        runtime.submit.handle(JobMessage(job_id=whole.id, kind="submit"))
-        whole = drive(runtime, whole.id, timeout=120)
-        assert whole.state is JobState.SUCCEEDED, whole.reason
+        whole = trained(runtime, scene, "azure_batch")
         finished = moved_mid_run(runtime, scene, "azure_batch")
     finally:
         close(runtime)

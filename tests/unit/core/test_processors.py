@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from hastegeo.checkpoints.layout import INTERVAL_VARIABLE
 from hastegeo.compute.contract import BlobLocation
 from hastegeo.models.job import Job, JobInput, JobRequest
 from hastegeo.models.states import JobState
@@ -78,6 +80,19 @@ def test_spec_carries_only_what_the_client_set_and_no_pipeline_keys() -> None:
     assert spec.name == spec_name("j1")
     staged = {(i.source.container, i.source.path, i.dest, i.is_prefix) for i in spec.inputs}
     assert staged == {("out", "jobs/img1/outputs", "img1", True), ("in", "p1/labels.geojson", "labels.geojson", False)}
+
+
+def test_spec_tells_the_job_how_often_to_copy_its_checkpoint() -> None:
+    """The agent reads the interval from the job's environment (ADR 0044), so the spec must carry the operator's
+    value; a deployment that sets none keeps the 300 s the agent always had."""
+    training = job("training", {"classes": ["water", "land"]})
+    output = BlobLocation(container="out", path="jobs/j1")
+    default = PROCESSORS["training"].build_spec(training, WHERE, output).env
+    assert default[INTERVAL_VARIABLE] == "300.0"
+    configured = PROCESSORS["training"].build_spec(training, replace(WHERE, checkpoint_interval_s=45), output).env
+    assert configured[INTERVAL_VARIABLE] == "45.0"
+    short = PROCESSORS["training"].build_spec(training, replace(WHERE, checkpoint_interval_s=0.25), output).env
+    assert short[INTERVAL_VARIABLE] == "0.25"  # the agent parses it back to the same float
 
 
 def test_training_follow_ons() -> None:

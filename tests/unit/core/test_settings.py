@@ -48,6 +48,14 @@ def test_enabling_a_backend_needs_its_settings() -> None:
         load_settings({**BASE, "HASTE_BACKENDS_ENABLED": "azure_ml"})
 
 
+def test_the_checkpoint_interval_is_seconds_above_zero_and_300_unset() -> None:
+    assert load_settings(BASE).pipeline.checkpoint_interval_s == 300
+    assert load_settings({**BASE, "HASTE_CHECKPOINT_INTERVAL_S": "60"}).pipeline.checkpoint_interval_s == 60
+    for bad in ("0", "-5", "soon"):
+        with pytest.raises(ConfigurationError, match="HASTE_CHECKPOINT_INTERVAL_S"):
+            load_settings({**BASE, "HASTE_CHECKPOINT_INTERVAL_S": bad})
+
+
 def test_every_problem_is_reported_at_once() -> None:
     with pytest.raises(ConfigurationError) as caught:
         load_settings({**BASE, "HASTE_POLL_INITIAL_S": "x", "HASTE_HISTORY_LIMIT": "1"})

@@ -60,6 +60,7 @@ class PipelineDeps:
             inputs_container=self.settings.storage.inputs_container,
             outputs_container=self.settings.storage.outputs_container,
             project_of=self.project_of,
+            checkpoint_interval_s=self.settings.pipeline.checkpoint_interval_s,
         )
 
     def project_of(self, job_id: str) -> str | None:

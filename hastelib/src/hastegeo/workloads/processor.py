@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from hastegeo.checkpoints.layout import DEFAULT_INTERVAL_S
 from hastegeo.checkpoints.placement import checkpoint_env
 from hastegeo.compute.contract import BlobLocation, ComputeJobSpec, InputFile, Resources
 from hastegeo.models.job import Job, JobRequest, OutputRecord
@@ -67,11 +68,13 @@ class PostprocessError(Exception):
 
 @dataclass(frozen=True)
 class SpecInputs:
-    """Where inputs come from, and which project a job id belongs to (inputs stay in the job's project)."""
+    """Where inputs come from, which project a job id belongs to (inputs stay in the job's project), and how
+    often a running job copies its checkpoint folder (``HASTE_CHECKPOINT_INTERVAL_S``)."""
 
     inputs_container: str
     outputs_container: str
     project_of: ProjectOf
+    checkpoint_interval_s: float = DEFAULT_INTERVAL_S
 
 
 class Processor:
@@ -118,7 +121,7 @@ class Processor:
             env={
                 "HASTE_PARAMS_JSON": json.dumps(params, sort_keys=True),
                 "HASTE_JOB_ID": job.id,
-                **checkpoint_env(job, output, where.project_of),
+                **checkpoint_env(job, output, where.project_of, interval_s=where.checkpoint_interval_s),
             },
             inputs=tuple(self.stage_inputs(job, where)),
             output=output,
