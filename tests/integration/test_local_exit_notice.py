@@ -6,6 +6,7 @@ it (killed, replaced by ``exec``, a child holding the pipe open) is reaped as be
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -116,3 +117,42 @@ def test_a_workload_slow_to_shut_down_is_ended_as_soon_as_it_has_recorded(
     assert os.path.exists(f"/proc/{running['pid']}")  # still shutting down when its end was handled
     time.sleep(2.5)
     assert nudges == [("slow", nudged_at)]  # once: its exit does not nudge again
+
+
+def test_a_nudge_that_fails_is_one_line_and_the_job_still_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(job_id: str) -> None:
+        raise RuntimeError("the pipeline's channel is closed")
+
+    with Azurite(in_memory=True) as azurite:
+        blobs = BlobServiceClient.from_connection_string(azurite.connection_string)
+        settings = load_settings({"AzureWebJobsStorage": azurite.connection_string, "HASTE_LOCAL_ROOT": str(tmp_path)})
+        context = BackendContext(
+            settings=settings.backend("local"),
+            blob_service=blobs,
+            transfer_blobs=transfer_client(blobs, None),
+            notify_exit=refuse,
+        )
+        local = LocalBackend(context, tmp_path, 1, sys.executable, 0)
+        job = ComputeJobSpec(
+            job_id="quick",
+            name="haste-quick",
+            workload="artifacts",
+            entrypoint=("python", "-c", "pass"),
+            output=BlobLocation(container="haste-outputs", path="jobs/quick"),
+            time_limit_s=60,
+        )
+        with caplog.at_level(logging.WARNING, logger="hastegeo.compute.local.adapter"):
+            handle = local.submit(job)
+            deadline = time.monotonic() + 30
+            while not any("could not nudge" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline, "the failed nudge was never logged"
+                time.sleep(0.02)
+        assert local.status(handle).state is ComputeState.SUCCEEDED
+    [line] = [r for r in caplog.records if "could not nudge" in r.getMessage()]
+    assert line.getMessage() == (
+        "could not nudge the pipeline for job quick (RuntimeError: the pipeline's channel is closed);"
+        " its poll chain finds the end"
+    )
+    assert line.exc_info is None

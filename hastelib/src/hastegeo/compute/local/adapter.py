@@ -323,8 +323,12 @@ class LocalBackend(ComputeBackend):
         """Tell the pipeline the job ended, so it looks now rather than at its next poll."""
         try:
             self._context.notify_exit(str(job_id))
-        except Exception:  # polling still finds the end; a nudge is an optimisation
-            log.warning("could not nudge the pipeline for job %s", job_id, exc_info=True)
+        except Exception as exc:  # polling still finds the end; a nudge is an optimisation
+            log.warning(
+                "could not nudge the pipeline for job %s (%s); its poll chain finds the end",
+                job_id,
+                describe_exception(exc),
+            )
 
     def _handle(self, name: str, output: BlobLocation, submitted_at: datetime) -> ComputeJobHandle:
         return ComputeJobHandle(
