@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlparse
@@ -28,6 +28,7 @@ from hastegeo.settings.load import load_settings
 from hastegeo.utils.errors import TerminalBackendError, TransientBackendError
 from hastegeo.utils.files import read_json, write_json
 from hastegeo_dev.devhost.azurite import Azurite
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.azurite
 
@@ -107,13 +108,6 @@ def outage(azurite: Azurite, seconds: float) -> threading.Thread:
     thread = threading.Thread(target=restart)
     thread.start()
     return thread
-
-
-def wait_for(condition: Callable[[], object], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def ended_status(backend: LocalBackend, handle: ComputeJobHandle, timeout: float = 30.0) -> ComputeState:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from hastegeo_dev.testing.batch_service import BatchTestService
 from tests.integration.conftest import drive
 from tests.support.runtime import development_runtime
 from tests.support.storage import isolated_storage
+from tests.support.waiting import wait_for
 
 EPOCHS = 8
 # About a quarter of a second per epoch here: far longer than the test service takes to see an epoch's
@@ -130,15 +130,6 @@ def epoch_log(runtime: Runtime, job: Job) -> list[str]:
     container = runtime.blobs.get_container_client(runtime.settings.storage.outputs_container)
     text = container.download_blob(f"jobs/{job.id}/logs/training_progress.log").readall().decode()
     return [line.split(" ", 1)[1] for line in text.splitlines() if line.split(" ", 1)[1].startswith("epoch ")]
-
-
-def wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout}s")
 
 
 def moved_mid_run(runtime: Runtime, scene: SampleScene, target: str) -> Job:

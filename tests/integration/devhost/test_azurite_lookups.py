@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.azurite
 
 
 @pytest.fixture(scope="module")
-def azurite() -> Azurite:
+def azurite() -> Iterator[Azurite]:
     with Azurite(in_memory=True) as emulator:
         yield emulator
 

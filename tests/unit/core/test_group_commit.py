@@ -22,6 +22,7 @@ from hastegeo.pipeline.group_commit import Change, GroupCommit, Outcome, apply_a
 from hastegeo.utils import backoff
 from hastegeo.utils.backoff import conflict_delay
 from hastegeo.utils.errors import ConflictError
+from tests.support.waiting import wait_for
 
 NOW = datetime(2026, 12, 7, tzinfo=UTC)
 
@@ -98,13 +99,6 @@ def held_write(
     future = pool.submit(commit.apply, "g1", change)
     assert document.entered.wait(10)
     return future
-
-
-def wait_for(test: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not test():
-        assert time.monotonic() < deadline, "not reached"
-        time.sleep(0.005)
 
 
 def test_apply_all_applies_each_change_to_what_the_ones_before_it_left() -> None:

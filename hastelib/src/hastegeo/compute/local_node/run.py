@@ -92,10 +92,12 @@ class Ending:
         self.layout.record_exit(self.name, code, reason)
         if self.notice is not None:  # the host may go on now; without it, it goes on when we are gone
             signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a host gone meanwhile is an error here, not our end
+            notice, self.notice = self.notice, None
             with contextlib.suppress(OSError):
-                os.write(self.notice, NOTICE)
-                os.close(self.notice)
-            self.notice = None
+                try:
+                    os.write(notice, NOTICE)
+                finally:
+                    os.close(notice)
 
 
 def take_notice_fd() -> int | None:
