@@ -9,9 +9,10 @@ mean (retries are the client's retry policy, see :func:`hastegeo.runtime.transfe
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from hastegeo.utils.side_by_side import each
 
 if TYPE_CHECKING:
     from azure.storage.blob import BlobClient, ContainerClient
@@ -46,19 +47,13 @@ def upload(container: ContainerClient, files: Iterable[tuple[Path, str]]) -> Non
     files side by side. Every upload is waited for; the first failure is raised (the caller uploads
     all of them again). The SDK's clients are safe to share between threads.
     """
-    todo = list(files)
-    if len(todo) < 2:
-        for path, name in todo:
-            _upload(container, path, name)
-        return
-    with ThreadPoolExecutor(max_workers=min(UPLOADS_AT_ONCE, len(todo)), thread_name_prefix="upload") as pool:
-        for done in [pool.submit(_upload, container, path, name) for path, name in todo]:
-            done.result()
 
+    def upload_one(item: tuple[Path, str]) -> None:
+        path, name = item
+        with path.open("rb") as data:
+            container.upload_blob(name, data, overwrite=True)
 
-def _upload(container: ContainerClient, path: Path, name: str) -> None:
-    with path.open("rb") as data:
-        container.upload_blob(name, data, overwrite=True)
+    each(upload_one, list(files), at_once=UPLOADS_AT_ONCE, name="upload")
 
 
 def read_range(blob: BlobClient, offset: int, limit: int) -> bytes | None:
