@@ -27,6 +27,7 @@ def start_host(azurite: Azurite, unique: str) -> Iterator[Callable[..., Running]
         lease_seconds: int = 30,
         stop_grace: float = 1.0,
         before_start: Callable[[str], None] | None = None,
+        rest_polling_interval: float = 0.0,
         **kwargs: Any,
     ) -> Running:
         """``before_start(prefix)`` runs before the host starts (e.g. to pre-fill ``<prefix>-work``)."""
@@ -39,7 +40,12 @@ def start_host(azurite: Azurite, unique: str) -> Iterator[Callable[..., Running]
             app,
             host_json=config,
             environ={"AzureWebJobsStorage": azurite.connection_string},
-            driver_options=DriverOptions(lease_seconds=lease_seconds, stop_grace=stop_grace, outage_backoff_max=0.5),
+            driver_options=DriverOptions(
+                lease_seconds=lease_seconds,
+                stop_grace=stop_grace,
+                outage_backoff_max=0.5,
+                rest_polling_interval=rest_polling_interval,
+            ),
             **kwargs,
         ).start()
         running = Running(host, recorder, prefix, azurite.connection_string)

@@ -111,6 +111,8 @@ def test_worker_processes_run_the_queues_apart_from_http(azurite: Azurite, tmp_p
         base_url = _first_line(process, timeout=30)
         workers = psutil.Process(process.pid).children()
         assert len(workers) == 2
+        # One listens as the platform does; the other is a standby whose idle queues rest longer (ADR 0054).
+        assert sorted("--rest-polling-s" in worker.cmdline() for worker in workers) == [False, True]
         body = json.dumps({"key": "split", "touch": str(evidence)}).encode()
         assert call(base_url, "POST", "/api/enqueue", body=body).status == 202
         deadline = time.monotonic() + 30

@@ -131,6 +131,27 @@ def test_empty_queue_back_off_is_capped_and_wake_polls_at_once(start_host: Calla
     assert running.recorder.of("woken")[0].at - sent < 0.3
 
 
+def test_a_standby_rests_past_the_polling_interval_and_works_at_once_when_woken(
+    start_host: Callable[..., Running],
+) -> None:
+    # A split host's standby worker (ADR 0054): its empty queue's back-off doubles past host.json's 0.5 s.
+    running = start_host(rest_polling_interval=30.0)
+    time.sleep(4.0)  # it looked at 0, 0.1, 0.3, 0.7, 1.5 and 3.1 s; the next look is at 6.3 s
+    sent = time.monotonic()
+    running.work.send_message(json.dumps({"key": "resting"}))  # no wake
+    # Capped at 0.5 s it would be taken within half a second; resting, it waits for the look at 6.3 s.
+    assert not running.recorder.wait_for(lambda r: len(r.of("resting")) == 1, timeout=1.0)
+    running.host.wake(running.work.queue_name)
+    assert running.recorder.wait_for(lambda r: len(r.of("resting")) == 1, timeout=3)
+    assert running.recorder.of("resting")[0].at - sent < 4.0
+
+    time.sleep(0.05)  # it found work, so its back-off restarted from ~100 ms
+    sent = time.monotonic()
+    running.work.send_message(json.dumps({"key": "next"}))  # no wake
+    assert running.recorder.wait_for(lambda r: len(r.of("next")) == 1, timeout=3)
+    assert running.recorder.of("next")[0].at - sent < 1.0
+
+
 @pytest.mark.slow
 def test_the_lease_is_renewed_while_a_slow_function_runs(start_host: Callable[..., Running]) -> None:
     running = start_host(lease_seconds=1)

@@ -36,6 +36,20 @@ def test_wake_ups_go_to_each_worker_in_turn(tmp_path: Path) -> None:
     assert sorted(by_pid.values()) == [["jobs-poll", "jobs-poll"], ["jobs-submit", "jobs-submit"]]
 
 
+def test_every_worker_but_the_first_is_a_standby(tmp_path: Path) -> None:
+    log = tmp_path / "argv.txt"
+    # Each stand-in worker appends its arguments after the file's name as one line.
+    record = "import sys\nwith open(sys.argv[1], 'a') as f:\n    f.write(' '.join(sys.argv[2:]) + '\\n')\n"
+    workers = QueueWorkers(3, [sys.executable, "-c", record, str(log), "--queues-only"], standby=["--rest", "10"])
+    workers.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(_lines(log)) < 3:
+        time.sleep(0.05)
+    workers.stop()
+    standby = "--queues-only --rest 10"
+    assert sorted(log.read_text().splitlines()) == ["--queues-only", standby, standby]
+
+
 def _lines(log: Path) -> list[list[str]]:
     return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
 

@@ -31,7 +31,13 @@ from hastegeo_dev.devhost.host import DevHost
 from hastegeo_dev.devhost.hostjson import HostJsonError
 from hastegeo_dev.devhost.http_server import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES
 from hastegeo_dev.devhost.queue_driver import DriverOptions
-from hastegeo_dev.devhost.workers import QueueWorkers, listen_for_wakes, run_below_the_host, worker_command
+from hastegeo_dev.devhost.workers import (
+    STANDBY_REST_POLLING_S,
+    QueueWorkers,
+    listen_for_wakes,
+    run_below_the_host,
+    worker_command,
+)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -61,6 +67,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--queues-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--niceness", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--host-pid", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--rest-polling-s", type=float, default=0.0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -89,7 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     run_below_the_host(args.niceness, args.host_pid)
-    workers = QueueWorkers(args.worker_processes if _split(args) else 0, worker_command(_worker_args(args)))
+    workers = QueueWorkers(
+        args.worker_processes if _split(args) else 0,
+        worker_command(_worker_args(args)),
+        standby=["--rest-polling-s", str(STANDBY_REST_POLLING_S)],
+    )
     host = DevHost(
         args.app,
         app_dir=args.app_dir,
@@ -99,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cors_allowed_origins=args.cors_origin,
         max_body_bytes=args.max_body_bytes,
         body_timeout_s=args.body_timeout_s,
-        driver_options=DriverOptions(lease_seconds=args.lease_seconds),
+        driver_options=DriverOptions(lease_seconds=args.lease_seconds, rest_polling_interval=args.rest_polling_s),
         serve_http=not args.queues_only,
         run_queues=not _split(args),
         run_timers=not args.queues_only,

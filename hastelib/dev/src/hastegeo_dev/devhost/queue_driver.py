@@ -60,11 +60,15 @@ class DriverOptions:
     (the Functions host uses 10 minutes; shorter only speeds up recovery after
     a crash). ``outage_backoff_max``: cap of the retry delay while storage is
     unreachable. ``stop_grace``: how long ``stop`` lets running functions finish.
+    ``rest_polling_interval``: how long an empty queue's back-off may grow when that
+    is longer than host.json's ``maxPollingInterval`` (0: it is not). A split host's
+    standby workers use it (see ``workers``): a queue at rest needs one listener.
     """
 
     lease_seconds: int = 30
     outage_backoff_max: float = 5.0
     stop_grace: float = 2.0
+    rest_polling_interval: float = 0.0
 
     def __post_init__(self) -> None:
         if self.lease_seconds < 1:
@@ -194,7 +198,8 @@ class QueueDriver:
         self._on_success()
         if not messages:
             self._empty_polls += 1
-            return poll_delay(self._empty_polls, self._settings.max_polling_interval.total_seconds())
+            longest = max(self._settings.max_polling_interval.total_seconds(), self._options.rest_polling_interval)
+            return poll_delay(self._empty_polls, longest)
         self._empty_polls = 0
         for message in messages:
             self._dispatch(message)

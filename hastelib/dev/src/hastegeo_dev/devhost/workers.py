@@ -14,6 +14,14 @@ host (``PR_SET_PDEATHSIG``), as it did in the host's process group. The local jo
 it starts go lower still (``HASTE_LOCAL_NICENESS``). It only matters when the CPU
 is contended; an idle machine runs the queue work as fast as before.
 
+Per-function scaling also shrinks a function with no work to one instance. So the
+first worker polls every queue at host.json's ``maxPollingInterval``, and the others
+(standbys) let an empty queue's back-off grow to :data:`STANDBY_REST_POLLING_S`: at
+rest the host polls each queue about once a second, as one instance would, instead
+of once a second per worker (half the idle stack's storage calls with two workers,
+ADR 0054). A standby finds work as soon as it is woken or its next poll finds a
+message, and then polls as fast as the first.
+
 When the host sends to a queue (an output binding), the platform wakes that
 queue's listener at once. The workers learn of it over their standard input: one
 line with the queue name, to one worker in turn, which then polls that queue now
@@ -41,6 +49,7 @@ log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 WORKER_NICENESS = 10
+STANDBY_REST_POLLING_S = 10.0
 
 
 def worker_command(argv: Sequence[str], niceness: int = WORKER_NICENESS) -> list[str]:
@@ -53,10 +62,12 @@ def worker_command(argv: Sequence[str], niceness: int = WORKER_NICENESS) -> list
 
 
 class QueueWorkers:
-    """``count`` worker processes, each started with ``command``; they read wake-ups on standard input."""
+    """``count`` worker processes, each started with ``command`` (the standbys, every one but the first,
+    with ``standby`` appended); they read wake-ups on standard input."""
 
-    def __init__(self, count: int, command: Sequence[str]) -> None:
+    def __init__(self, count: int, command: Sequence[str], standby: Sequence[str] = ()) -> None:
         self._command = list(command)
+        self._standby = list(standby)
         self._count = count
         self._processes: list[subprocess.Popen[bytes]] = []
         self._turn = itertools.count()
@@ -65,7 +76,8 @@ class QueueWorkers:
     def start(self) -> None:
         # From the host's main thread: a worker's PR_SET_PDEATHSIG fires when the thread that
         # started it ends, not only the process (see run_below_the_host).
-        self._processes = [subprocess.Popen(self._command, stdin=subprocess.PIPE) for _ in range(self._count)]
+        commands = [self._command, *[self._command + self._standby] * (self._count - 1)][: self._count]
+        self._processes = [subprocess.Popen(command, stdin=subprocess.PIPE) for command in commands]
 
     def wake(self, queue_name: str) -> None:
         """Ask one worker (each in turn) to poll ``queue_name`` now. Never raises: a worker that
