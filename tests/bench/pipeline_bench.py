@@ -75,7 +75,7 @@ from tests.bench.process_cpu import TreeCpu, reaped_cpu, spent
 
 T = TypeVar("T")
 # The goals of this run (2 cores; issue 40 and ADR 0035): what holds today and must keep holding.
-GOAL_RATIO = 0.8  # jobs of about a second of work (SIZED), the median of the rounds, untraced and traced
+GOAL_RATIO = 0.8  # jobs of about a second of work (about_a_second), the median of the rounds, untraced and traced
 GOAL_TRACING = 1.05  # ADR 0012: tracing adds at most 5 % to the host's CPU per job
 GOAL_CALLS = 26  # one job's storage calls, pinned by tests/integration/test_job_calls.py (issue 40; ADR 0051)
 # Idle latencies: no slower than the medians issue 40 recorded on a quiet machine. Figures that low were measured only
