@@ -69,8 +69,7 @@ class CheckpointAgent:
         if env.get(layout.RESUME_VARIABLE):
             resume_container, resume_prefix = layout.split_location(env[layout.RESUME_VARIABLE])
             resume = CheckpointStore(service.get_container_client(resume_container), resume_prefix)
-        interval = float(env.get(layout.INTERVAL_VARIABLE) or layout.DEFAULT_INTERVAL_S)
-        return cls(folder, own, env.get("HASTE_JOB_ID", ""), resume=resume, interval_s=max(interval, 0.05))
+        return cls(folder, own, env.get("HASTE_JOB_ID", ""), resume=resume, interval_s=_interval(env))
 
     def restore(self) -> str | None:
         """Put the latest checkpoint in the folder; what was put back, in words (None: nothing was)."""
@@ -152,6 +151,24 @@ def _managed_identity(identity: str, env: Mapping[str, str]) -> ManagedIdentityC
     if identity == layout.COMPUTE_IDENTITY:
         return ManagedIdentityCredential(client_id=env.get(layout.COMPUTE_CLIENT_ID_VARIABLE) or None)
     return ManagedIdentityCredential(identity_config={"mi_res_id": identity})
+
+
+def _interval(env: Mapping[str, str]) -> float:
+    """The seconds between copies the job was given; the default, or the shortest allowed, said when it was not usable.
+
+    The pipeline passes its validated setting; anything else set by hand is read as leniently as it is said.
+    """
+    name, raw = layout.INTERVAL_VARIABLE, env.get(layout.INTERVAL_VARIABLE) or ""
+    default, shortest = layout.DEFAULT_INTERVAL_S, layout.MIN_INTERVAL_S
+    try:
+        interval = float(raw) if raw else default
+    except ValueError:
+        _say(f"{name}={raw!r} is not a number of seconds: copying every {default:g}s")
+        return default
+    if not interval >= shortest:  # NaN too
+        _say(f"{name}={raw} is shorter than {shortest:g}s: copying every {shortest:g}s")
+        return shortest
+    return interval
 
 
 def _say(message: str) -> None:

@@ -33,6 +33,7 @@ COMPUTE_CLIENT_ID_VARIABLE = "DEFAULT_IDENTITY_CLIENT_ID"  # Azure ML sets it: t
 INTERVAL_VARIABLE = "HASTE_CHECKPOINT_INTERVAL_S"  # seconds between periodic copies
 RESTORED_VARIABLE = "HASTE_CHECKPOINT_RESTORED"  # set for the workload: what was put back, in words
 DEFAULT_INTERVAL_S = 300.0
+MIN_INTERVAL_S = 0.05  # shorter, the copying thread would do little but list the folder
 
 
 class CheckpointFormatError(ValueError):

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hastegeo.auth import PROJECT_ID, AuthMode
-from hastegeo.checkpoints.layout import DEFAULT_INTERVAL_S, INTERVAL_VARIABLE
+from hastegeo.checkpoints.layout import DEFAULT_INTERVAL_S, INTERVAL_VARIABLE, MIN_INTERVAL_S
 from hastegeo.costs.prices import split_blob_location
 from hastegeo.settings.fields import (
     BackendSection,
@@ -137,7 +137,7 @@ class PipelineSettings(Section):
     checkpoint_interval_s: float = Field(
         DEFAULT_INTERVAL_S,
         alias=INTERVAL_VARIABLE,
-        gt=0,
+        ge=MIN_INTERVAL_S,
         description="Seconds between the periodic copies of a running job's checkpoint folder to blob storage "
         "(workloads that keep checkpoints; every backend). Shorter loses less work to a preemption and costs "
         "more storage calls.",
