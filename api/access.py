@@ -41,9 +41,15 @@ class Denied(Exception):
         self.response = response
 
 
+def not_found(kind: str, named: str) -> func.HttpResponse:
+    """The one answer for a missing ``kind`` (job, group), for one the caller may not see (so existence never
+    leaks) and for a name that cannot be an id at all: one shape, whatever the route was sent."""
+    shown = named if len(named) <= 100 else named[:99] + "…"
+    return problem(404, f"{kind.capitalize()} not found", f"No {kind} with id {shown}")
+
+
 def job_not_found(job_id: str) -> func.HttpResponse:
-    """The one answer for a missing job and for a job the caller may not see (so existence never leaks)."""
-    return problem(404, "Job not found", f"No job with id {job_id}")
+    return not_found("job", job_id)
 
 
 def submitter_of(principal: Principal) -> Submitter:

@@ -8,6 +8,7 @@ read, like listing its jobs (``api.access``, ``hastegeo.auth.can_read``).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from datetime import date, timedelta
 from decimal import Decimal
@@ -16,10 +17,10 @@ from typing import Any
 import azure.functions as func
 
 from api.access import Denied, caller, require
+from api.bodies import json_body
 from api.problems import json_response, problem
 from hastegeo.auth import Decision, Principal, can_read
 from hastegeo.models.ids import ID_RULE, is_id
-from hastegeo.pipeline.accept import RequestRejected, decode_body
 from hastegeo.pipeline.totals import Day, month_of
 from hastegeo.runtime import get_runtime
 from hastegeo.utils.errors import ConflictError
@@ -29,7 +30,11 @@ log = logging.getLogger(__name__)
 ROUTE = "projects/{id}/costs"
 BUDGET_ROUTE = "projects/{id}/budget"
 MAX_DAYS = 366
-MAX_BUDGET = Decimal("1e12")
+# What the route reads is what its document says (ASCII digits: Python's \d would take other scripts' too).
+AMOUNT_BODY = r"[0-9]{1,12}(\.[0-9]{1,2})?"
+DAY_BODY = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_AMOUNT = re.compile(AMOUNT_BODY)
+_DAY = re.compile(DAY_BODY)
 
 
 def project_costs(req: func.HttpRequest) -> func.HttpResponse:
@@ -66,12 +71,10 @@ def set_budget(req: func.HttpRequest) -> func.HttpResponse:
     principal = _project_caller(req, BUDGET_ROUTE, project, lambda principal, _project: admins_only(principal))
     if isinstance(principal, func.HttpResponse):
         return principal
-    if len(req.get_body()) > runtime.settings.pipeline.max_body_bytes:
-        return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
     try:
-        body = decode_body(req.get_body())
-    except RequestRejected as exc:
-        return problem(400, exc.title, errors=exc.errors)
+        body = json_body(req, runtime.settings.pipeline.max_body_bytes)
+    except Denied as denied:
+        return denied.response
     amount, errors = _amount(body)
     if errors:
         return problem(400, "Invalid budget", errors=errors)
@@ -119,13 +122,11 @@ def _amount(body: Any) -> tuple[Decimal | None, list[tuple[str, str]]]:
         return None, []
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None, [("monthlyBudget", 'a decimal string such as "400.00", or null')]
-    try:
-        amount = Decimal(str(value))
-    except ArithmeticError:
-        return None, [("monthlyBudget", 'a decimal string such as "400.00", or null')]
-    if not amount.is_finite() or amount < 0 or amount >= MAX_BUDGET or amount.as_tuple().exponent < -2:  # type: ignore[operator]
+    # The document's pattern, for a number's digits too: Decimal alone would also take "1e3", "-0", " 5",
+    # "5_000" and other scripts' digits, and keep them so ("1E+3"), which no money field of an answer allows.
+    if not _AMOUNT.fullmatch(str(value)):
         return None, [("monthlyBudget", "an amount from 0 to 999999999999.99, at most 2 decimal places")]
-    return amount, []
+    return Decimal(str(value)), []
 
 
 def costs_view(project: str, start: date, end: date, currency: str | None, days: dict[str, Day]) -> dict[str, Any]:
@@ -162,8 +163,8 @@ def _range(
 def _date(value: str | None, default: date, name: str, errors: list[tuple[str, str]]) -> date | None:
     if not value:
         return default
-    try:
-        if len(value) != 10:
+    try:  # fromisoformat alone would also take other ISO forms of the same length (a week date: 2026-W01-1)
+        if not _DAY.fullmatch(value):
             raise ValueError(value)
         return date.fromisoformat(value)
     except ValueError:
@@ -238,7 +239,7 @@ def cost_schemas() -> dict[str, Any]:
             "properties": {
                 "monthlyBudget": {
                     "type": ["string", "null"],
-                    "pattern": r"^\d{1,12}(\.\d{1,2})?$",
+                    "pattern": f"^{AMOUNT_BODY}$",
                     "description": "The monthly budget in the price table's currency; null: the settings' again.",
                 }
             },
@@ -259,7 +260,7 @@ def cost_paths(
     principal: dict[str, Any], auth: dict[str, Any], unavailable: dict[str, Any], problem_of: Any, json_of: Any
 ) -> dict[str, Any]:
     """The route in the OpenAPI document."""
-    day = {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
+    day = {"type": "string", "format": "date", "pattern": f"^{DAY_BODY}$"}
     return {
         "/projects/{id}/costs": {
             "get": {

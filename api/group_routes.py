@@ -13,14 +13,18 @@ from typing import Any
 
 import azure.functions as func
 
-from api.access import Denied, caller, require, submitter_of
+from api.access import Denied, caller, not_found, require, submitter_of
+from api.bodies import json_body, no_body
+from api.media import SAFE_METHODS
 from api.openapi_groups import DEPENDENTS_SHOWN
 from api.problems import json_response, problem, storage_guarded
+from api.query import list_options, whole_number
 from api.tracing import traced
 from hastegeo.auth import Decision, Principal, can_submit, job_access
 from hastegeo.models.group import Group
-from hastegeo.models.ids import is_id
-from hastegeo.pipeline.accept import RequestRejected, decode_body
+from hastegeo.models.ids import ID_RULE, is_id
+from hastegeo.models.job import Job
+from hastegeo.pipeline.accept import RequestRejected
 from hastegeo.pipeline.groups import parse_group
 from hastegeo.runtime import Pipeline, get_runtime
 from hastegeo.store.groups import GroupNotFoundError, GroupStore
@@ -31,13 +35,11 @@ log = logging.getLogger(__name__)
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
 # A group request may carry 10,000 items: its body limit is its own (the job body limit is far smaller).
 MAX_GROUP_BODY_BYTES = 16 * 1024 * 1024
-_MAX_PAGE = 200
 _readers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="group-list")
 
 
 def group_not_found(group_id: str) -> func.HttpResponse:
-    """The one answer for a missing group and for a group the caller may not see."""
-    return problem(404, "Group not found", f"No group with id {group_id}")
+    return not_found("group", group_id)
 
 
 def dependents_view(groups: GroupStore | None, upstream: str, *, listed: bool = True) -> dict[str, Any]:
@@ -68,14 +70,12 @@ def submit_group(req: func.HttpRequest) -> func.HttpResponse:
     wait = runtime.submit_limiter.take()
     if wait:
         return problem(429, "Too many submissions", headers={"Retry-After": TokenBucket.retry_after(wait)})
-    body = req.get_body()
-    if len(body) > MAX_GROUP_BODY_BYTES:
-        return problem(413, "Request body too large", f"The limit is {MAX_GROUP_BODY_BYTES} bytes")
     key = req.headers.get("Idempotency-Key")
-    if _bad_key(key):
-        return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
     try:
-        request = parse_group(decode_body(body))
+        body = json_body(req, MAX_GROUP_BODY_BYTES)
+        if _bad_key(key):
+            return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+        request = parse_group(body)
         require(can_submit(principal, request.project_id), principal, req, "groups", request.project_id)
         group, created = runtime.api.groups.accept(request, idempotency_key=key, submitter=submitter_of(principal))
     except Denied as denied:
@@ -101,6 +101,8 @@ def _group(
     principal = caller(req, runtime.settings.auth, route)
     if not is_id(group_id):
         raise Denied(group_not_found(group_id))
+    if req.method.upper() not in SAFE_METHODS:  # a group's cancel and retry take no body
+        no_body(req, runtime.settings.pipeline.max_body_bytes)
     try:
         group = runtime.api.deps.groups.get(group_id)  # type: ignore[union-attr]
     except GroupNotFoundError:
@@ -169,17 +171,18 @@ def list_group_jobs(req: func.HttpRequest, group_id: str) -> func.HttpResponse:
     """
     try:
         api, _, group = _group(req, "jobs", "read", group_id)
+        project = req.params.get("projectId")
+        if project is not None and not is_id(project):
+            return problem(400, "Invalid projectId", errors=[("projectId", ID_RULE)])
+        options = list_options(req.params)  # state is checked like a project listing's, and not applied
     except Denied as denied:
         return denied.response
-    size_text = req.params.get("pageSize", "50")
-    if not (size_text.isascii() and size_text.isdigit() and 1 <= int(size_text) <= _MAX_PAGE):
-        return problem(400, "Invalid pageSize", errors=[("pageSize", f"an integer from 1 to {_MAX_PAGE}")])
-    token = req.params.get("continuationToken") or "0"
-    if not (token.isascii() and token.isdigit() and int(token) < max(group.item_count, 1)):
+    start = whole_number(req.params.get("continuationToken") or "0", max(group.item_count - 1, 0))
+    if start is None:
         return problem(400, "Invalid continuationToken", errors=[("continuationToken", "not issued for this group")])
-    start, size = int(token), int(size_text)
-    end = min(start + size, group.item_count)
+    end = min(start + options.page_size, group.item_count)
     ids = [group.job_id(i) for i in range(start, end)]
     found = list(_readers.map(api.store.find, ids))
-    items = [job.summary_view() for job in found if job is not None]
+    view = Job.api_view if options.history else Job.summary_view
+    items = [view(job) for job in found if job is not None]
     return json_response({"items": items, "continuationToken": str(end) if end < group.item_count else None})

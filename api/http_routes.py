@@ -17,18 +17,19 @@ import azure.functions as func
 
 from api import costs, logs
 from api.access import Denied, caller, job_not_found, require, submitter_of
+from api.bodies import json_body, no_body
 from api.group_routes import dependents_view, list_group_jobs
 from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
 from api.profiles import profile_views
+from api.query import list_options
 from api.tracing import traced
 from hastegeo.auth import can_list_backends, can_read, can_submit, job_access
 from hastegeo.compute.catalog import backend_names
 from hastegeo.events import trace_context
 from hastegeo.models.ids import ID_RULE, is_id
 from hastegeo.models.job import Job
-from hastegeo.models.states import JobState
-from hastegeo.pipeline.accept import Accepted, RequestRejected, decode_body, parse_request
+from hastegeo.pipeline.accept import Accepted, RequestRejected, parse_request
 from hastegeo.pipeline.admission.board import BackendQueue
 from hastegeo.pipeline.rerun import resume_option
 from hastegeo.runtime import get_runtime
@@ -46,11 +47,6 @@ from hastegeo.utils.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 bp = func.Blueprint()  # type: ignore[no-untyped-call]
-
-
-_MAX_PAGE = 200
-_INCLUDES = frozenset({"history"})
-_STATES = tuple(state.value for state in JobState)
 
 
 @bp.route(route="jobs", methods=["POST"])
@@ -73,14 +69,12 @@ def submit_job(req: func.HttpRequest) -> func.HttpResponse:
             "This instance admits a limited number of submissions per second; retry after the given delay",
             headers={"Retry-After": TokenBucket.retry_after(wait)},
         )
-    body = req.get_body()
-    if len(body) > runtime.settings.pipeline.max_body_bytes:
-        return problem(413, "Request body too large", f"The limit is {runtime.settings.pipeline.max_body_bytes} bytes")
     key = req.headers.get("Idempotency-Key")
-    if _bad_key(key):
-        return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
     try:
-        request = parse_request(decode_body(body))
+        body = json_body(req, runtime.settings.pipeline.max_body_bytes)
+        if _bad_key(key):
+            return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+        request = parse_request(body)
         # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
         require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
         # A traceparent header that is not W3C trace context costs the trace link (the job's history says so).
@@ -132,40 +126,20 @@ def list_jobs(req: func.HttpRequest) -> func.HttpResponse:
         if not is_id(project):
             return problem(400, "Invalid projectId", errors=[("projectId", ID_RULE)])
         require(can_read(principal, project), principal, req, "jobs", project)
+        options = list_options(req.params)
     except Denied as denied:
         return denied.response
-    states: frozenset[JobState] | None = None
-    if req.params.get("state"):
-        names = req.params["state"].split(",")
-        unknown = [name for name in names if name not in _STATES]
-        if unknown:
-            allowed = ", ".join(_STATES)
-            shown = ", ".join(repr(name[:40]) for name in unknown[:5])
-            return problem(400, "Unknown state", errors=[("state", f"not a state: {shown}; choose from {allowed}")])
-        states = frozenset(JobState(name) for name in names)
-    page_size = _page_size(req.params.get("pageSize", "50"))
-    if page_size is None:
-        return problem(400, "Invalid pageSize", errors=[("pageSize", f"an integer from 1 to {_MAX_PAGE}")])
-    include = frozenset(filter(None, req.params.get("include", "").split(",")))
-    if not include <= _INCLUDES:
-        return problem(400, "Unknown include", errors=[("include", f"choose from {', '.join(sorted(_INCLUDES))}")])
     try:
         page = runtime.api.store.list(
-            project, states=states, page_size=page_size, continuation_token=req.params.get("continuationToken") or None
+            project,
+            states=options.states,
+            page_size=options.page_size,
+            continuation_token=req.params.get("continuationToken") or None,
         )
     except InvalidTokenError as exc:
         return problem(400, "Invalid continuationToken", errors=[("continuationToken", exc.reason)])
-    view = Job.api_view if "history" in include else Job.summary_view
+    view = Job.api_view if options.history else Job.summary_view
     return json_response({"items": [view(job) for job in page.jobs], "continuationToken": page.continuation_token})
-
-
-def _page_size(value: str) -> int | None:
-    """``pageSize`` as an integer from 1 to the maximum, or None. ASCII digits only: ``int`` would also
-    take ``+5``, `` 5``, ``1_0`` and other scripts' digits, none of which the document's integer allows."""
-    if not (value.isascii() and value.isdigit() and len(value) <= 4):
-        return None
-    size = int(value)
-    return size if 1 <= size <= _MAX_PAGE else None
 
 
 @bp.route(route="jobs/{id}", methods=["GET"])
@@ -177,7 +151,7 @@ def get_job(req: func.HttpRequest) -> func.HttpResponse:
     try:
         principal = caller(req, runtime.settings.auth, "jobs/{id}")
         if not is_id(job_id):
-            return problem(404, "Job not found")
+            return job_not_found(job_id)
         if read_urls not in ("true", "false"):
             return problem(400, "Invalid readUrls", errors=[("readUrls", "true or false")])
         job = runtime.api.store.get(job_id)
@@ -217,7 +191,8 @@ def cancel_job(req: func.HttpRequest) -> func.HttpResponse:
     try:
         principal = caller(req, runtime.settings.auth, route)
         if not is_id(job_id):
-            return problem(404, "Job not found")
+            return job_not_found(job_id)
+        no_body(req, runtime.settings.pipeline.max_body_bytes)
         # A job's project never changes, so checking the stored job first is safe.
         project = runtime.api.store.get(job_id).project_id
         require(job_access(principal, project, "cancel"), principal, req, route, project, job_id=job_id)
@@ -248,10 +223,11 @@ def retry_job(req: func.HttpRequest) -> func.HttpResponse:
     try:
         principal = caller(req, runtime.settings.auth, route)
         if not is_id(job_id):
-            return problem(404, "Job not found")
+            return job_not_found(job_id)
         if _bad_key(key):
             return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
-        resume = resume_option(req.get_body())  # checked before anything is read or stored
+        # checked before anything is read or stored
+        resume = resume_option(json_body(req, runtime.settings.pipeline.max_body_bytes))
         job = runtime.api.store.get(job_id)
         require(job_access(principal, job.project_id, "retry"), principal, req, route, job.project_id, job_id=job_id)
         accepted = runtime.api.retry.retry(job, submitter=submitter_of(principal), idempotency_key=key, resume=resume)

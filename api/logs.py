@@ -11,6 +11,7 @@ import azure.functions as func
 
 from api.access import Denied, caller, job_not_found, require
 from api.problems import json_response, problem
+from api.query import whole_number
 from hastegeo.auth import job_access
 from hastegeo.compute.logtext import STREAMS
 from hastegeo.models.ids import is_id
@@ -26,11 +27,11 @@ def job_logs(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()
     job_id = req.route_params.get("id", "")
     stream = req.params.get("stream", "stdout")
-    offset = parse_offset(req.params.get("offset", "0"))
+    offset = whole_number(req.params.get("offset", "0"), MAX_OFFSET)
     try:
         principal = caller(req, runtime.settings.auth, ROUTE)
         if not is_id(job_id):
-            return problem(404, "Job not found")
+            return job_not_found(job_id)
         if stream not in STREAMS:
             return problem(400, "Invalid stream", errors=[("stream", f"one of {', '.join(STREAMS)}")])
         if offset is None:
@@ -46,11 +47,3 @@ def job_logs(req: func.HttpRequest) -> func.HttpResponse:
     deps = runtime.api.deps
     page = JobLogs(deps.service, runtime.api.blobs, deps.output_location).read(job, stream, offset)
     return json_response(page.view())
-
-
-def parse_offset(value: str) -> int | None:
-    """``offset`` as an integer from 0 to :data:`MAX_OFFSET`, or None (ASCII digits only, like ``pageSize``)."""
-    if not (value.isascii() and value.isdigit() and len(value) <= 16):
-        return None
-    number = int(value)
-    return number if number <= MAX_OFFSET else None

@@ -183,13 +183,18 @@ _UNSAFE = ("post", "put", "patch", "delete")
 
 
 def _json_only(paths: dict[str, Any]) -> None:
-    """Every operation that changes state answers 415 to a body that is not application/json (api.media)."""
+    """Every operation that changes state answers 415 to a body that is not application/json (api.media), and
+    reads its body in one place (api.bodies): 413 over the limit, 400 for a body that is not JSON or not what it
+    takes. One that names no requestBody takes none, or an empty object."""
     for path_item in paths.values():
         for method in _UNSAFE:
             if method in path_item:
-                path_item[method]["responses"]["415"] = _problem(
+                responses = path_item[method]["responses"]
+                responses["415"] = _problem(
                     "The body is not application/json (a body without Content-Type included); nothing was done"
                 )
+                responses.setdefault("413", _problem("The body is larger than the limit; nothing was done"))
+                responses.setdefault("400", _problem("The body is not JSON or not what this takes; errors name it"))
 
 
 @lru_cache(maxsize=1)
@@ -370,7 +375,9 @@ def openapi_document() -> dict[str, Any]:
                             "name": "groupId",
                             "in": "query",
                             "required": False,
-                            "description": "List this group's items in item order (projectId and state are ignored).",
+                            "description": (
+                                "List this group's items in item order (projectId and state are checked, not applied)."
+                            ),
                             "schema": {"type": "string", "pattern": ID_PATTERN},
                         },
                         {

@@ -70,8 +70,8 @@ def test_a_plain_retry_starts_from_nothing() -> None:
         ({"resumeFrom": "latest"}, "resumeFrom"),
         ({"resumeFrom": True}, "resumeFrom"),
         ({"resume": "checkpoint"}, "resume"),
-        (["checkpoint"], "body"),
-        (b"{not json", "body"),
+        (["checkpoint"], ""),
+        (b"{not json", ""),
     ],
 )
 def test_a_bad_option_is_a_400_naming_it_and_stores_nothing(body: Any, field: str) -> None:

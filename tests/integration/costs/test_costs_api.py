@@ -125,13 +125,32 @@ def test_an_admin_changes_a_budget_at_run_time(api_settings: Callable[..., None]
 @pytest.mark.parametrize(
     ("body", "field"),
     [({"monthlyBudget": "-1"}, "monthlyBudget"), ({"monthlyBudget": "1.005"}, "monthlyBudget"),
-     ({"monthlyBudget": True}, "monthlyBudget"), ({"budget": "1"}, ""), ({"monthlyBudget": "NaN"}, "monthlyBudget")],
+     ({"monthlyBudget": True}, "monthlyBudget"), ({"budget": "1"}, ""), ({"monthlyBudget": "NaN"}, "monthlyBudget"),
+     # What Decimal reads but the document's pattern does not: it was stored as sent ("1E+3", "-0")
+     *(({"monthlyBudget": text}, "monthlyBudget") for text in ("1e3", "1E+2", "-0", " 5", "5 ", "5_000", "\u0665",
+                                                              "+5", "5.", ".5", "0x10", "1" * 13)),
+     ({"monthlyBudget": -0.0}, "monthlyBudget"), ({"monthlyBudget": 1e20}, "monthlyBudget")],
 )  # fmt: skip
 def test_a_bad_budget_is_a_400_naming_the_field(api_settings: Callable[..., None], body: object, field: str) -> None:
     api_settings(HASTE_BUDGET_ACTION="refuse")
     status, answer = put_budget("p1", body)
     assert status == 400, answer
     assert [error["field"] for error in answer["errors"]] == [field]
+    budgets = get_runtime().api.deps.budgets
+    assert budgets is not None
+    assert budgets.budget("p1") is None  # nothing stored
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"), [("0", "0"), ("400.5", "400.5"), ("007.25", "7.25"), (12, "12"), (9.5, "9.5")]
+)
+def test_a_budget_is_kept_in_the_form_every_money_field_has(
+    api_settings: Callable[..., None], sent: object, kept: str
+) -> None:
+    api_settings(HASTE_BUDGET_ACTION="refuse")
+    status, answer = put_budget("p1", {"monthlyBudget": sent})
+    assert status == 200, answer
+    assert answer["monthlyBudget"] == kept
 
 
 def test_budgets_that_are_off_cannot_be_set(api_settings: Callable[..., None]) -> None:

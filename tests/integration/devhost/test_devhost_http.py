@@ -83,6 +83,36 @@ def test_wrong_method_is_405_with_allow(running: Running) -> None:
     assert reply.headers["content-type"] == "application/problem+json"
 
 
+@pytest.mark.parametrize("method", ["TRACE", "CONNECT", "FOO"])
+def test_a_method_no_handler_serves_is_routed_like_any_other(running: Running, method: str) -> None:
+    """http.server answers such a method itself with a 501 HTML page; the platform's answer is a 405 or 404."""
+    reply = call(running.host.base_url, method, "/api/items/1")
+    assert reply.status == 405
+    assert reply.headers["allow"] == "GET, POST"
+    assert reply.headers["content-type"] == "application/problem+json"
+    assert call(running.host.base_url, method, "/api/nope").status == 404
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status"),
+    [
+        (b"GET /api/items/" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+        (b"GET /api/items/1 HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n", 431),
+        (b"GET /api/items/1 HTTP/9.9\r\nHost: x\r\n\r\n", 505),
+        (b"NOT A REQUEST LINE AT ALL\r\n\r\n", 400),
+    ],
+)
+def test_what_the_server_refuses_before_routing_is_a_problem_too(
+    running: Running, request_head: bytes, status: int
+) -> None:
+    reply, _ = _raw(running.host.base_url, request_head)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.split(b" ", 2)[1] == str(status).encode(), reply[:200]
+    assert b"content-type: application/problem+json" in head.lower()
+    assert json.loads(body)["status"] == status
+    assert b"<html" not in body.lower()
+
+
 def test_a_failing_function_is_a_generic_500_and_logged(running: Running, caplog: pytest.LogCaptureFixture) -> None:
     reply = call(running.host.base_url, "GET", "/api/boom")
     assert reply.status == 500

@@ -98,3 +98,40 @@ def test_the_same_name_in_different_objects_is_fine() -> None:
     decoded = decode_body('{"a": {"name": 1}, "b": {"name": 2}, "c": [{"name": 3}, {"name": 4}]}')
     assert decoded == {"a": {"name": 1}, "b": {"name": 2}, "c": [{"name": 3}, {"name": 4}]}
     assert parse_request(decode_body('{"workload": "artifacts", "projectId": "p1"}')).project_id == "p1"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_a_body_in_another_unicode_encoding_is_refused(encoding: str) -> None:
+    """RFC 8259: JSON between systems is UTF-8 (json.loads alone would detect and read these)."""
+    with pytest.raises(RequestRejected, match="not valid JSON") as refused:
+        decode_body('{"workload": "artifacts", "projectId": "p1"}'.encode(encoding))
+    assert [path for path, _ in refused.value.errors] == [""]
+
+
+def test_a_leading_byte_order_mark_is_ignored() -> None:
+    assert decode_body(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("body", "paths"),
+    [
+        ('{"labels": {"a": "\\ud800"}}', ["labels.a"]),
+        ('{"inputs": [{"blob": "ok"}, {"blob": "x\\udfff"}]}', ["inputs[1].blob"]),
+        ('{"p": {"\\ud83dname": {"deeper": "fine"}}}', ["p.\\ud83dname"]),
+        ('{"a": "\\ud83d\\ude00"}', None),  # a pair is one character: fine
+    ],
+)
+def test_a_lone_surrogate_is_refused_at_its_path(body: str, paths: list[str] | None) -> None:
+    if paths is None:
+        assert decode_body(body) == {"a": "\U0001f600"}
+        return
+    with pytest.raises(RequestRejected, match="not Unicode") as refused:
+        decode_body(body.encode())
+    assert [path for path, _ in refused.value.errors] == paths
+
+
+def test_an_integer_too_long_to_read_is_refused_in_the_bodys_words() -> None:
+    with pytest.raises(RequestRejected, match="not valid JSON") as refused:
+        decode_body(b'{"n": -' + b"9" * 4301 + b"}")
+    assert refused.value.errors == [("", "an integer of 4301 digits; at most 4300")]
+    assert decode_body(b'{"n": ' + b"9" * 4300 + b"}")["n"] == int("9" * 4300)

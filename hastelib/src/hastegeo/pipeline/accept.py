@@ -67,6 +67,8 @@ class Accepted:
 
 
 MAX_JSON_DEPTH = 32
+# Python refuses to read longer integers (sys.int_info.default_max_str_digits): say so in the body's words.
+MAX_INT_DIGITS = 4300
 
 
 def json_depth(value: Any) -> int:
@@ -83,12 +85,19 @@ def json_depth(value: Any) -> int:
 
 
 def decode_body(raw: bytes | str) -> Any:
-    """Decode a JSON request body.
+    """Decode a JSON request body: UTF-8 (RFC 8259; a leading byte order mark is ignored), nothing else.
 
     Raises:
-        RequestRejected: not JSON, not UTF-8, nested deeper than a job request ever is, or naming a member
-            twice in one object (each such path).
+        RequestRejected: not JSON, not UTF-8 (UTF-16 and UTF-32 included), nested deeper than a job request
+            ever is, naming a member twice in one object, or holding a lone surrogate (each such path).
     """
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as exc:
+            raise RequestRejected(
+                "The body is not valid JSON", [("", f"not UTF-8: {exc.reason} at byte {exc.start}")]
+            ) from None
     repeats: list[_Members] = []  # only a body that repeats a name is walked again, for the paths
 
     def members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -99,13 +108,15 @@ def decode_body(raw: bytes | str) -> Any:
 
     try:
         decoded = json.loads(
-            raw or "null", parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=members
+            raw or "null",
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+            parse_int=_whole_number,
+            object_pairs_hook=members,
         )
-        # Lone surrogates are valid JSON escapes but cannot be stored as UTF-8.
-        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
     except RecursionError:
         raise RequestRejected("The body is nested too deeply", [("", f"at most {MAX_JSON_DEPTH} levels")]) from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:
         raise RequestRejected("The body is not valid JSON", [("", str(exc))]) from None
     if repeats:
         raise RequestRejected(
@@ -115,6 +126,14 @@ def decode_body(raw: bytes | str) -> Any:
                 for path in repeated_member_paths(decoded)
             ],
         )
+    try:  # lone surrogates are valid JSON escapes but are not text: they cannot be stored as UTF-8
+        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        paths = _surrogate_paths(decoded)
+        raise RequestRejected(
+            "The body holds text that is not Unicode",
+            [(_short(path), "holds a lone surrogate (U+D800-U+DFFF); send whole characters") for path in paths],
+        ) from None
     return decoded
 
 
@@ -155,6 +174,30 @@ def _finite_float(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"{text[:20]} is out of range")
     return value
+
+
+def _whole_number(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {digits} digits; at most {MAX_INT_DIGITS}")
+    return int(text)
+
+
+def _surrogate_paths(body: Any) -> list[str]:
+    """Paths of the strings and member names of a decoded body that hold a lone surrogate (shown escaped)."""
+
+    def lone(text: str) -> bool:
+        return any("\ud800" <= char <= "\udfff" for char in text)
+
+    found = [path for item, path in _nodes(body) if isinstance(item, str) and lone(item)]
+    found += [
+        f"{path}.{name}" if path else name
+        for item, path in _nodes(body)
+        if isinstance(item, dict)
+        for name in item
+        if lone(name)
+    ]
+    return sorted({path.encode("utf-8", "backslashreplace").decode("utf-8") for path in found})
 
 
 def _short(text: str, limit: int = 200) -> str:

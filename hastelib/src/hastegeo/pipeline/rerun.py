@@ -13,7 +13,7 @@ checkpoint instead of from nothing (ADR 0044): the new job names it in ``resumeF
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 from hastegeo.models.job import RETRIES_LISTED, Job, Submitter
 from hastegeo.models.states import JobState
@@ -26,20 +26,17 @@ SOURCE = "api"
 RESUME_CHOICES = ("checkpoint",)
 
 
-def resume_option(body: bytes) -> bool:
-    """Whether a retry's body asks to resume from the retried job's checkpoint (an empty body: no).
+def resume_option(options: Any) -> bool:
+    """Whether a retry's decoded body asks to resume from the retried job's checkpoint (no body, None: no).
 
     Raises:
-        InvalidJobError: the body is not a JSON object of known options (``field`` names the bad one).
+        InvalidJobError: the body is not a JSON object of known options (``field`` names the bad one; ``""``
+            the body as a whole, as for every other request body).
     """
-    if not body.strip():
+    if options is None:
         return False
-    try:
-        options = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise InvalidJobError("the body must be a JSON object", field="body") from None
     if not isinstance(options, dict):
-        raise InvalidJobError("the body must be a JSON object", field="body")
+        raise InvalidJobError("the body must be a JSON object", field="")
     for name in options:
         if name != "resumeFrom":
             raise InvalidJobError(f"{name}: unknown option; the only one is resumeFrom", field=name)

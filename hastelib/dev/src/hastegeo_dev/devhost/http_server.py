@@ -106,6 +106,28 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What ``http.server`` answers by itself, as problem+json like every other answer, not its HTML page.
+
+        A method no ``do_`` serves (TRACE, a made-up one) is routed like any other, so it is a 405 naming
+        what the route takes, or a 404; a request line over 64 KiB (414), headers it cannot read (431),
+        a malformed request line (400) close the connection, as ``http.server`` does.
+        """
+        if code == HTTPStatus.NOT_IMPLEMENTED and self.command:
+            self._serve()
+            return
+        status, headers, body = problem(code, message or HTTPStatus(code).phrase)
+        if not str(self.request_version).startswith("HTTP/1."):  # unread or unknown: answer with a status line
+            self.request_version = self.protocol_version
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - " + format, self.address_string(), *args)
 
