@@ -113,6 +113,8 @@ def parse_principal(header: str | None, project_groups: Mapping[str, str] | None
         raise PrincipalError("X-MS-CLIENT-PRINCIPAL is not base64") from None
     try:
         document = json.loads(raw.decode("utf-8"))
+    except RecursionError:  # a few KiB of brackets is deeper than the parser goes: a 401, not a 500
+        raise PrincipalError("X-MS-CLIENT-PRINCIPAL is nested too deeply") from None
     except (UnicodeDecodeError, ValueError):
         raise PrincipalError("X-MS-CLIENT-PRINCIPAL is not JSON") from None
     return principal_from_document(document, project_groups or {})

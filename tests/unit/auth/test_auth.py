@@ -119,6 +119,8 @@ def test_unpadded_base64_is_accepted() -> None:
         (header({"claims": [{"typ": "roles", "val": "Haste.Admin"}]}), "names nobody"),
         (header({"claims": [{"typ": "n", "val": ""}] * 1001}), "more than"),
         ("A" * (MAX_HEADER_CHARS + 1), "longer than"),
+        (base64.b64encode(b"[" * 5000 + b"]" * 5000).decode(), "nested too deeply"),
+        (base64.b64encode(b'{"claims": ' + b"[" * 3000 + b"]" * 3000 + b"}").decode(), "nested too deeply"),
     ],
 )
 def test_a_missing_or_broken_header_is_refused_without_quoting_it(value: str | None, reason: str) -> None:
