@@ -234,3 +234,26 @@ def test_a_route_that_takes_no_body_refuses_a_json_null(route: str) -> None:
     method, route_params = BODILESS_ROUTES[route]
     status, body, response = call(route, method, b"null", route_params)
     assert_problem(status, body, response, 400)
+
+
+# A validator that checks the members of a field names the member in the path, on jobs and groups alike.
+MEMBER_PATHS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "job-after": ("submit_job", {**VALID, "after": ["knosuchjob0000000000001", "../x"]}, "after[1]"),
+    "job-label-key": ("submit_job", {**VALID, "labels": {"ok": "v", "bad key": "v"}}, "labels.bad key"),
+    "job-label-value": ("submit_job", {**VALID, "labels": {"long": "v" * 257}}, "labels.long"),
+    "group-after": ("submit_group", {**VALID, "items": [{}], "after": ["../x"]}, "after[0]"),
+    "group-label-key": ("submit_group", {**VALID, "items": [{}], "labels": {"\u0000": "v"}}, "labels.\u0000"),
+    "item-after": ("submit_group", {**VALID, "items": [{}, {"after": ["ok-id", "a b"]}]}, "items[1].after[1]"),
+    "item-label": ("submit_group", {**VALID, "items": [{"labels": {"x/y": "v"}}]}, "items[0].labels.x/y"),
+}
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("case", sorted(MEMBER_PATHS))
+def test_a_bad_member_of_a_field_is_named_by_its_own_path(case: str) -> None:
+    route, request, field = MEMBER_PATHS[case]
+    before = footprint()
+    status, body, response = call(route, "POST", json.dumps(request).encode())
+    assert_problem(status, body, response, 400)
+    assert [error["field"] for error in body["errors"]] == [field], body
+    assert footprint() == before

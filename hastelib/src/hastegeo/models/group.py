@@ -31,6 +31,8 @@ from hastegeo.models.job import (
     JobRequest,
     Submitter,
     Workload,
+    check_after,
+    check_labels,
     profile_field,
 )
 from hastegeo.models.states import JobState
@@ -82,6 +84,11 @@ class GroupItem(_Model):
     def _ids(cls, value: list[str]) -> list[str]:
         return check_after(value)
 
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_labels(value)
+
 
 class GroupRequest(_Model):
     """The body of ``POST /api/groups`` (and of a ``jobs-requests`` message carrying ``items``)."""
@@ -101,6 +108,11 @@ class GroupRequest(_Model):
     @classmethod
     def _ids(cls, value: list[str]) -> list[str]:
         return check_after(value)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_labels(value)
 
     def fingerprint(self) -> str:
         """What makes a replay the same request: its JSON, without a ``profile`` nobody named (a field
@@ -128,17 +140,6 @@ class GroupRequest(_Model):
             after=list(dict.fromkeys([*self.after, *item.after])),
             correlation_id=self.correlation_id,
         )
-
-
-def check_after(value: list[str]) -> list[str]:
-    import re
-
-    from hastegeo.models.ids import ID
-
-    for index, name in enumerate(value):
-        if not isinstance(name, str) or not ID.fullmatch(name) or re.search(r"\s", name):
-            raise ValueError(f"after[{index}] is not a job or group id")
-    return list(dict.fromkeys(value))
 
 
 class Failure(_Model):

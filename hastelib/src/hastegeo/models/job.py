@@ -34,6 +34,7 @@ from hastegeo.costs.usage import JobUsage
 from hastegeo.models.changes import StateChange
 from hastegeo.models.history import StatusEvent
 from hastegeo.models.ids import ID_PATTERN
+from hastegeo.models.params import member_error
 from hastegeo.models.paths import check_relative_path
 from hastegeo.models.states import JobState
 from hastegeo.profiles import DEFAULT_PROFILE, NAME_PATTERN
@@ -144,20 +145,30 @@ class JobRequest(_Model):
     @field_validator("after")
     @classmethod
     def _after_ids(cls, value: list[str]) -> list[str]:
-        from hastegeo.models.ids import ID
-
-        for index, name in enumerate(value):
-            if not ID.fullmatch(name):
-                raise ValueError(f"after[{index}] is not a job or group id")
-        return list(dict.fromkeys(value))
+        return check_after(value)
 
     @field_validator("labels")
     @classmethod
     def _small_labels(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, val in value.items():
-            if not _LABEL_KEY.fullmatch(key) or len(val) > 256:
-                raise ValueError(f"label {key!r}: keys are 1-63 of [A-Za-z0-9_.-], values at most 256 characters")
-        return value
+        return check_labels(value)
+
+
+def check_labels(value: dict[str, str]) -> dict[str, str]:
+    """Labels of a job, a group or an item: a bad one is refused at its path (``labels.<key>``)."""
+    for key, val in value.items():
+        if not _LABEL_KEY.fullmatch(key) or len(val) > 256:
+            raise member_error(f".{key}", "keys are 1-63 of [A-Za-z0-9_.-], values at most 256 characters")
+    return value
+
+
+def check_after(value: list[str]) -> list[str]:
+    """The ids a job or a group waits for, each named once; an item that is not an id is refused at its path."""
+    from hastegeo.models.ids import ID
+
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not ID.fullmatch(name) or re.search(r"\s", name):
+            raise member_error(f"[{index}]", "not a job or group id")
+    return list(dict.fromkeys(value))
 
 
 class OutputRecord(_Model):

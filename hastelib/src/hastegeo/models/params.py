@@ -30,6 +30,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from hastegeo.models.paths import check_relative_path
 
@@ -125,13 +126,30 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return text
 
 
+def member_error(member: str, message: str) -> PydanticCustomError:
+    """What a field's validator raises about one member of its value (``[2]``, ``.name``): the path of the
+    error then names that member (``after[2]``), not the whole field with the member named in words."""
+    return PydanticCustomError("member", "{message}", {"member": member, "message": message})
+
+
+def error_pairs(exc: ValidationError) -> list[tuple[str, str]]:
+    """Each problem of ``exc`` as (path, readable message), without the input value.
+
+    The path is ``inputs[0].blob``, down to the member a validator named (:func:`member_error`); the
+    message has no "Value error, " prefix, and an extra member is an "unknown field".
+    """
+    pairs = []
+    for error in exc.errors(include_url=False, include_input=False):
+        path = field_path(error["loc"]) + str((error.get("ctx") or {}).get("member", ""))
+        message = "unknown field" if error["type"] == "extra_forbidden" else str(error["msg"])
+        pairs.append((path, message.removeprefix("Value error, ")))
+    return pairs
+
+
 def first_error(exc: ValidationError) -> tuple[str, str]:
     """The path (``rgbBands[0]``) and a readable message of the first problem, without the input value.
 
     Both sides word their errors with this, so the API's 400 and the
     workload's last log line say the same thing.
     """
-    error = exc.errors(include_url=False, include_input=False, include_context=False)[0]
-    path = field_path(error["loc"])
-    message = str(error["msg"]).removeprefix("Value error, ")
-    return path, message
+    return error_pairs(exc)[0]

@@ -23,7 +23,7 @@ from hastegeo.models.history import make_event
 from hastegeo.models.ids import keyed_job_id, new_job_id
 from hastegeo.models.job import Job, JobRequest, Submitter, server_owned_fields_in
 from hastegeo.models.ownership import check_parameter_names, staged_inputs
-from hastegeo.models.params import field_path
+from hastegeo.models.params import error_pairs
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.after import WAITING_DEADLINE, Dependencies
 from hastegeo.pipeline.deps import PipelineDeps
@@ -258,11 +258,7 @@ def parse_request(body: Any) -> JobRequest:
     try:
         return JobRequest.model_validate(dict(body))
     except ValidationError as exc:
-        errors = []
-        for error in exc.errors(include_url=False, include_input=False):
-            path = _short(field_path(error["loc"]))
-            message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-            errors.append((path, _short(message.removeprefix("Value error, "), 300)))
+        errors = [(_short(path), _short(message, 300)) for path, message in error_pairs(exc)]
         raise RequestRejected("The job request is invalid", errors) from None
 
 

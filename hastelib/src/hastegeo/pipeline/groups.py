@@ -42,7 +42,7 @@ from hastegeo.models.group import (
     new_group_id,
 )
 from hastegeo.models.job import Job, Submitter
-from hastegeo.models.params import field_path
+from hastegeo.models.params import error_pairs, first_error
 from hastegeo.models.states import JobState
 from hastegeo.pipeline.accept import (
     GroupSlot,
@@ -78,10 +78,7 @@ def parse_group(body: Any) -> GroupRequest:
     try:
         return GroupRequest.model_validate(dict(body))
     except ValidationError as exc:
-        errors = []
-        for error in exc.errors(include_url=False, include_input=False)[:ERRORS_SHOWN]:
-            message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-            errors.append((field_path(error["loc"])[:200], message.removeprefix("Value error, ")[:300]))
+        errors = [(path[:200], message[:300]) for path, message in error_pairs(exc)[:ERRORS_SHOWN]]
         raise RequestRejected("The group request is invalid", errors) from None
 
 
@@ -127,8 +124,8 @@ class GroupSteps:
                 if item.profile != request.profile:  # the group's own was checked above
                     deps.router.resolve(backend, request.workload, "g", item.profile or DEFAULT_PROFILE)
             except ValidationError as exc:
-                error = exc.errors(include_url=False, include_input=False)[0]
-                errors.append((f"{where}.{field_path(error['loc'])}", error["msg"].removeprefix("Value error, ")))
+                path, message = first_error(exc)
+                errors.append((f"{where}.{path}", message))
             except InvalidJobError as exc:
                 field = exc.field or ""
                 errors.append((f"{where}.{field}" if field else where, str(exc).removeprefix(f"{field}: ")))
