@@ -4,7 +4,8 @@ A route that takes a body reads it with :func:`json_body`: over its limit is a 4
 :func:`hastegeo.pipeline.accept.decode_body` refuses (not UTF-8, not JSON, too deep, a name twice, a
 lone surrogate) is a 400 naming the path. A route that takes none (a cancel, a group's retry) calls
 :func:`no_body`: no body or ``{}`` is fine, anything else is a 400 rather than ignored.
-Both raise :class:`api.access.Denied` with the answer, which every route already returns.
+Both raise :class:`api.access.Denied` with the answer, which every route already returns, as does
+:func:`idempotency_key`, the header that makes a repeated body create nothing new.
 """
 
 from __future__ import annotations
@@ -44,3 +45,15 @@ def no_body(req: func.HttpRequest, limit: int) -> None:
         return
     errors = [(str(name), "unknown field; this route takes no body") for name in body] if isinstance(body, dict) else []
     raise Denied(problem(400, "This route takes no body", errors=errors or [("", "send no body, or an empty object")]))
+
+
+def idempotency_key(req: func.HttpRequest) -> str | None:
+    """The request's ``Idempotency-Key`` (None when it sends none).
+
+    Raises:
+        Denied: 400 naming the header when it is not 1-200 characters.
+    """
+    key: str | None = req.headers.get("Idempotency-Key")
+    if key is not None and not (1 <= len(key) <= 200):
+        raise Denied(problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")]))
+    return key

@@ -14,7 +14,7 @@ from typing import Any
 import azure.functions as func
 
 from api.access import Denied, caller, not_found, require, submitter_of
-from api.bodies import json_body, no_body
+from api.bodies import idempotency_key, json_body, no_body
 from api.media import SAFE_METHODS
 from api.openapi_groups import DEPENDENTS_SHOWN
 from api.problems import json_response, problem, storage_guarded
@@ -53,10 +53,6 @@ def dependents_view(groups: GroupStore | None, upstream: str, *, listed: bool = 
     return {"dependents": names, "dependentsMore": more}
 
 
-def _bad_key(key: str | None) -> bool:
-    return key is not None and not (1 <= len(key) <= 200)
-
-
 @bp.route(route="groups", methods=["POST"])
 @traced("POST", "groups")
 @storage_guarded
@@ -70,11 +66,9 @@ def submit_group(req: func.HttpRequest) -> func.HttpResponse:
     wait = runtime.submit_limiter.take()
     if wait:
         return problem(429, "Too many submissions", headers={"Retry-After": TokenBucket.retry_after(wait)})
-    key = req.headers.get("Idempotency-Key")
     try:
         body = json_body(req, MAX_GROUP_BODY_BYTES)
-        if _bad_key(key):
-            return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+        key = idempotency_key(req)
         request = parse_group(body)
         require(can_submit(principal, request.project_id), principal, req, "groups", request.project_id)
         group, created = runtime.api.groups.accept(request, idempotency_key=key, submitter=submitter_of(principal))

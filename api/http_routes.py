@@ -17,7 +17,7 @@ import azure.functions as func
 
 from api import costs, logs
 from api.access import Denied, caller, job_not_found, require, submitter_of
-from api.bodies import json_body, no_body
+from api.bodies import idempotency_key, json_body, no_body
 from api.group_routes import dependents_view, list_group_jobs
 from api.openapi import openapi_document
 from api.problems import json_response, problem, storage_guarded
@@ -69,11 +69,9 @@ def submit_job(req: func.HttpRequest) -> func.HttpResponse:
             "This instance admits a limited number of submissions per second; retry after the given delay",
             headers={"Retry-After": TokenBucket.retry_after(wait)},
         )
-    key = req.headers.get("Idempotency-Key")
     try:
         body = json_body(req, runtime.settings.pipeline.max_body_bytes)
-        if _bad_key(key):
-            return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+        key = idempotency_key(req)
         request = parse_request(body)
         # The caller named the project, so a refusal may say so (403), unlike a job looked up by id.
         require(can_submit(principal, request.project_id), principal, req, "jobs", request.project_id)
@@ -93,11 +91,6 @@ def submit_job(req: func.HttpRequest) -> func.HttpResponse:
     except ConflictError as exc:
         return problem(409, "Conflict", str(exc))
     return _accepted(accepted)
-
-
-def _bad_key(key: str | None) -> bool:
-    """An Idempotency-Key header that is not 1-200 characters (absent is fine)."""
-    return key is not None and not (1 <= len(key) <= 200)
 
 
 def _accepted(accepted: Accepted) -> func.HttpResponse:
@@ -219,13 +212,11 @@ def retry_job(req: func.HttpRequest) -> func.HttpResponse:
     runtime = get_runtime()
     job_id = req.route_params.get("id", "")
     route = "jobs/{id}/retry"
-    key = req.headers.get("Idempotency-Key")
     try:
         principal = caller(req, runtime.settings.auth, route)
         if not is_id(job_id):
             return job_not_found(job_id)
-        if _bad_key(key):
-            return problem(400, "Invalid Idempotency-Key", errors=[("Idempotency-Key", "must be 1-200 characters")])
+        key = idempotency_key(req)
         # checked before anything is read or stored
         resume = resume_option(json_body(req, runtime.settings.pipeline.max_body_bytes))
         job = runtime.api.store.get(job_id)

@@ -257,3 +257,23 @@ def test_a_bad_member_of_a_field_is_named_by_its_own_path(case: str) -> None:
     assert_problem(status, body, response, 400)
     assert [error["field"] for error in body["errors"]] == [field], body
     assert footprint() == before
+
+
+@pytest.mark.usefixtures("api")
+@pytest.mark.parametrize("route", ["submit_job", "retry_job", "submit_group"])
+@pytest.mark.parametrize("key", ["", "k" * 201])
+def test_an_idempotency_key_out_of_bounds_is_a_400_naming_the_header_on_every_route(route: str, key: str) -> None:
+    body = {**VALID, "items": [{}]} if route == "submit_group" else VALID if route == "submit_job" else {}
+    request = func.HttpRequest(
+        method="POST",
+        url="/api/x",
+        body=json.dumps(body).encode(),
+        headers={"X-MS-CLIENT-PRINCIPAL": CALLER, "Content-Type": "application/json", "Idempotency-Key": key},
+        route_params={"id": NO_JOB} if route == "retry_job" else {},
+    )
+    before = footprint()
+    response = HANDLERS[route](request)
+    problem = json.loads(response.get_body())
+    assert_problem(response.status_code, problem, response, 400)
+    assert [error["field"] for error in problem["errors"]] == ["Idempotency-Key"]
+    assert footprint() == before
