@@ -114,19 +114,26 @@ def admins_only(principal: Principal) -> Decision:
 
 
 def _amount(body: Any) -> tuple[Decimal | None, list[tuple[str, str]]]:
-    """``monthlyBudget`` of the body: a decimal string or number of at most 2 places, or null (the settings')."""
-    if not isinstance(body, dict) or set(body) != {"monthlyBudget"}:
+    """``monthlyBudget`` of the body: a decimal string of at most 2 places, or null (the settings' again).
+
+    A string, as the document says: a JSON number is a binary float to most readers (0.1 + 0.2), and
+    the money fields of every answer are strings too.
+    """
+    if not isinstance(body, dict):
         return None, [("", "an object with exactly one member, monthlyBudget")]
-    value = body["monthlyBudget"]
-    if value is None:
-        return None, []
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+    errors = [(str(name), "unknown field") for name in body if name != "monthlyBudget"]
+    if "monthlyBudget" not in body:
+        errors.append(("monthlyBudget", 'required: a decimal string such as "400.00", or null'))
+    value = body.get("monthlyBudget")
+    if errors or value is None:
+        return None, errors
+    if not isinstance(value, str):
         return None, [("monthlyBudget", 'a decimal string such as "400.00", or null')]
-    # The document's pattern, for a number's digits too: Decimal alone would also take "1e3", "-0", " 5",
-    # "5_000" and other scripts' digits, and keep them so ("1E+3"), which no money field of an answer allows.
-    if not _AMOUNT.fullmatch(str(value)):
+    # The document's pattern: Decimal alone would also take "1e3", "-0", " 5", "5_000" and other scripts'
+    # digits, and keep them so ("1E+3"), which no money field of an answer allows.
+    if not _AMOUNT.fullmatch(value):
         return None, [("monthlyBudget", "an amount from 0 to 999999999999.99, at most 2 decimal places")]
-    return Decimal(str(value)), []
+    return Decimal(value), []
 
 
 def costs_view(project: str, start: date, end: date, currency: str | None, days: dict[str, Day]) -> dict[str, Any]:

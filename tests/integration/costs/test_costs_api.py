@@ -125,7 +125,10 @@ def test_an_admin_changes_a_budget_at_run_time(api_settings: Callable[..., None]
 @pytest.mark.parametrize(
     ("body", "field"),
     [({"monthlyBudget": "-1"}, "monthlyBudget"), ({"monthlyBudget": "1.005"}, "monthlyBudget"),
-     ({"monthlyBudget": True}, "monthlyBudget"), ({"budget": "1"}, ""), ({"monthlyBudget": "NaN"}, "monthlyBudget"),
+     ({"monthlyBudget": True}, "monthlyBudget"), ({"monthlyBudget": "NaN"}, "monthlyBudget"), ([], ""),
+     ({"monthlyBudget": "1", "budget": "1"}, "budget"), ({}, "monthlyBudget"),
+     # A number is not the document's string (it was read, and kept as a float wrote it)
+     ({"monthlyBudget": 12}, "monthlyBudget"), ({"monthlyBudget": 9.5}, "monthlyBudget"),
      # What Decimal reads but the document's pattern does not: it was stored as sent ("1E+3", "-0")
      *(({"monthlyBudget": text}, "monthlyBudget") for text in ("1e3", "1E+2", "-0", " 5", "5 ", "5_000", "\u0665",
                                                               "+5", "5.", ".5", "0x10", "1" * 13)),
@@ -142,7 +145,7 @@ def test_a_bad_budget_is_a_400_naming_the_field(api_settings: Callable[..., None
 
 
 @pytest.mark.parametrize(
-    ("sent", "kept"), [("0", "0"), ("400.5", "400.5"), ("007.25", "7.25"), (12, "12"), (9.5, "9.5")]
+    ("sent", "kept"), [("0", "0"), ("400.5", "400.5"), ("007.25", "7.25"), ("12", "12"), ("9.50", "9.50")]
 )
 def test_a_budget_is_kept_in_the_form_every_money_field_has(
     api_settings: Callable[..., None], sent: object, kept: str
