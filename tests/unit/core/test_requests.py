@@ -135,3 +135,24 @@ def test_an_integer_too_long_to_read_is_refused_in_the_bodys_words() -> None:
         decode_body(b'{"n": -' + b"9" * 4301 + b"}")
     assert refused.value.errors == [("", "an integer of 4301 digits; at most 4300")]
     assert decode_body(b'{"n": ' + b"9" * 4300 + b"}")["n"] == int("9" * 4300)
+
+
+@pytest.mark.parametrize("key", ["a", "A.b-c_1", "x" * 63, "x" * 64, "", "a b", "a/b", "é", "a\n"])
+@pytest.mark.parametrize("value", ["v" * 256, "v" * 257])
+def test_the_documented_label_rules_are_the_rules_checked(key: str, value: str) -> None:
+    """A client that follows the document's Labels schema is never refused, and one that breaks it always is."""
+    import re
+
+    from api.openapi import openapi_document
+
+    schema = openapi_document()["components"]["schemas"]["Labels"]
+    documented = (
+        re.fullmatch(schema["propertyNames"]["pattern"].removeprefix("^").removesuffix("$"), key) is not None
+        and len(value) <= schema["additionalProperties"]["maxLength"]
+    )
+    try:
+        parse_request({**VALID, "labels": {key: value}})
+        checked = True
+    except RequestRejected:
+        checked = False
+    assert checked is documented

@@ -33,6 +33,7 @@ from hastegeo.models.job import (
     Workload,
     check_after,
     check_labels,
+    labels_field,
     profile_field,
 )
 from hastegeo.models.states import JobState
@@ -75,7 +76,7 @@ class GroupItem(_Model):
 
     parameters: dict[str, Any] = Field(default_factory=dict, description="Merged over the group's parameters.")
     inputs: list[JobInput] = Field(default_factory=list, max_length=500, description="Added to the group's inputs.")
-    labels: dict[str, str] = Field(default_factory=dict, max_length=20)
+    labels: dict[str, str] = labels_field()
     after: list[str] = _after_field()
     profile: str | None = profile_field()
 
@@ -99,7 +100,7 @@ class GroupRequest(_Model):
     profile: str | None = profile_field()
     inputs: list[JobInput] = Field(default_factory=list, max_length=500, description="Inputs every item gets.")
     parameters: dict[str, Any] = Field(default_factory=dict, description="Parameters every item gets.")
-    labels: dict[str, str] = Field(default_factory=dict, max_length=20)
+    labels: dict[str, str] = labels_field()
     after: list[str] = _after_field()
     correlation_id: str | None = Field(None, pattern=CORRELATION_ID_PATTERN)
     items: list[GroupItem] = Field(min_length=1, max_length=MAX_ITEMS, description=f"1 to {MAX_ITEMS} items.")

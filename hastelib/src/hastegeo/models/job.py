@@ -52,6 +52,19 @@ def _known_backend(value: str) -> str:
 BackendChoice = Annotated[str, AfterValidator(_known_backend)]
 
 
+def labels_field() -> Any:
+    """A request's ``labels`` (a job's, a group's, an item's): at most 20, keys and values as
+    :func:`check_labels` checks them, and as the document says (the check itself names the bad one)."""
+    return Field(
+        default_factory=dict,
+        max_length=20,
+        json_schema_extra={
+            "propertyNames": {"pattern": f"^{LABEL_KEY_BODY}$"},
+            "additionalProperties": {"type": "string", "maxLength": MAX_LABEL_VALUE},
+        },
+    )
+
+
 def profile_field() -> Any:
     """A request's ``profile``: the name of a compute profile its backend offers to its workload (ADR 0043)."""
     return Field(
@@ -91,7 +104,9 @@ class _WorkloadEnum:
 # The workload names are derived from the registry, never copied: a new workload folder is accepted here.
 Workload = Annotated[str, BeforeValidator(_known_workload), _WorkloadEnum()]
 
-_LABEL_KEY = re.compile(r"[A-Za-z0-9_.\-]{1,63}")
+LABEL_KEY_BODY = r"[A-Za-z0-9_.\-]{1,63}"
+_LABEL_KEY = re.compile(LABEL_KEY_BODY)
+MAX_LABEL_VALUE = 256
 # What an upstream service correlates by: printable ASCII without spaces, returned in every job event.
 CORRELATION_ID_PATTERN = r"^[!-~]{1,128}$"
 # A job lists at most this many retries (the newest are dropped from the list, not refused).
@@ -130,7 +145,7 @@ class JobRequest(_Model):
     profile: str | None = profile_field()
     inputs: list[JobInput] = Field(default_factory=list, max_length=500)
     parameters: dict[str, Any] = Field(default_factory=dict, description="Workload-specific parameters.")
-    labels: dict[str, str] = Field(default_factory=dict, max_length=20)
+    labels: dict[str, str] = labels_field()
     correlation_id: str | None = Field(
         None,
         pattern=CORRELATION_ID_PATTERN,
@@ -156,7 +171,7 @@ class JobRequest(_Model):
 def check_labels(value: dict[str, str]) -> dict[str, str]:
     """Labels of a job, a group or an item: a bad one is refused at its path (``labels.<key>``)."""
     for key, val in value.items():
-        if not _LABEL_KEY.fullmatch(key) or len(val) > 256:
+        if not _LABEL_KEY.fullmatch(key) or len(val) > MAX_LABEL_VALUE:
             raise member_error(f".{key}", "keys are 1-63 of [A-Za-z0-9_.-], values at most 256 characters")
     return value
 
