@@ -31,6 +31,7 @@ from hastegeo.models.job import (
     JobRequest,
     Submitter,
     Workload,
+    after_field,
     check_after,
     check_labels,
     labels_field,
@@ -39,7 +40,6 @@ from hastegeo.models.job import (
 from hastegeo.models.states import JobState
 
 MAX_ITEMS = 10_000
-MAX_AFTER = 50
 FAILURES_KEPT = 20
 
 # One character per item: its latest known state. ``.`` not made yet.
@@ -63,21 +63,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="forbid")
 
 
-def _after_field() -> Any:
-    return Field(
-        default_factory=list,
-        max_length=MAX_AFTER,
-        description=f"Jobs or groups (ids, same project) this job waits for; at most {MAX_AFTER}.",
-    )
-
-
 class GroupItem(_Model):
     """One item: what it adds to the group's shared part."""
 
     parameters: dict[str, Any] = Field(default_factory=dict, description="Merged over the group's parameters.")
     inputs: list[JobInput] = Field(default_factory=list, max_length=500, description="Added to the group's inputs.")
     labels: dict[str, str] = labels_field()
-    after: list[str] = _after_field()
+    after: list[str] = after_field("Jobs or groups (ids, same project) this job waits for")
     profile: str | None = profile_field()
 
     @field_validator("after")
@@ -101,7 +93,7 @@ class GroupRequest(_Model):
     inputs: list[JobInput] = Field(default_factory=list, max_length=500, description="Inputs every item gets.")
     parameters: dict[str, Any] = Field(default_factory=dict, description="Parameters every item gets.")
     labels: dict[str, str] = labels_field()
-    after: list[str] = _after_field()
+    after: list[str] = after_field("Jobs or groups (ids, same project) this job waits for")
     correlation_id: str | None = Field(None, pattern=CORRELATION_ID_PATTERN)
     items: list[GroupItem] = Field(min_length=1, max_length=MAX_ITEMS, description=f"1 to {MAX_ITEMS} items.")
 

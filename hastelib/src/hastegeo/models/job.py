@@ -52,6 +52,11 @@ def _known_backend(value: str) -> str:
 BackendChoice = Annotated[str, AfterValidator(_known_backend)]
 
 
+def after_field(description: str) -> Any:
+    """A request's ``after`` (a job's, a group's, an item's): at most 50 ids, as :func:`check_after` checks."""
+    return Field(default_factory=list, max_length=MAX_AFTER, description=f"{description}; at most {MAX_AFTER}.")
+
+
 def labels_field() -> Any:
     """A request's ``labels`` (a job's, a group's, an item's): at most 20, keys and values as
     :func:`check_labels` checks them, and as the document says (the check itself names the bad one)."""
@@ -107,6 +112,7 @@ Workload = Annotated[str, BeforeValidator(_known_workload), _WorkloadEnum()]
 LABEL_KEY_BODY = r"[A-Za-z0-9_.\-]{1,63}"
 _LABEL_KEY = re.compile(LABEL_KEY_BODY)
 MAX_LABEL_VALUE = 256
+MAX_AFTER = 50
 # What an upstream service correlates by: printable ASCII without spaces, returned in every job event.
 CORRELATION_ID_PATTERN = r"^[!-~]{1,128}$"
 # A job lists at most this many retries (the newest are dropped from the list, not refused).
@@ -151,11 +157,7 @@ class JobRequest(_Model):
         pattern=CORRELATION_ID_PATTERN,
         description="The caller's correlation id (1-128 printable ASCII characters), returned in every job event.",
     )
-    after: list[str] = Field(
-        default_factory=list,
-        max_length=50,
-        description="Jobs or groups of the same project this job waits for (ADR 0040); at most 50.",
-    )
+    after: list[str] = after_field("Jobs or groups of the same project this job waits for (ADR 0040)")
 
     @field_validator("after")
     @classmethod
