@@ -54,6 +54,10 @@ def _rejections(container: ContainerClient) -> dict[str, dict[str, Any]]:
     return found
 
 
+# What a reconciler pass writes on its own schedule, whatever the test sends.
+RECONCILER_OWN = ("capacity/", "costs/")
+
+
 def _job_blobs(container: ContainerClient) -> list[str]:
     """Every job document and index entry; not the rejections, nor the store's own ``keys/`` (its token key
     and the index marker a reconciler pass may write at any time)."""
@@ -169,7 +173,10 @@ def test_hostile_messages_on_the_real_queue_are_each_rejected_once_and_drain(sta
         15,
         "jobs-requests and its poison queue to drain",
     )
-    assert _job_blobs(jobs) == jobs_before
+    # Nothing new stored: the shared stack's reconciler may meanwhile fold what earlier tests left (their
+    # active/ entries, its capacity board), so the check is on what appeared, not on the container as a whole.
+    appeared = set(_job_blobs(jobs)) - set(jobs_before)
+    assert not {name for name in appeared if not name.startswith(RECONCILER_OWN)}, appeared
     assert _health(stack) == 200
     assert stack.host is not None
     assert stack.host.process is not None
