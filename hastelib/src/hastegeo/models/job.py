@@ -33,7 +33,7 @@ from hastegeo.costs.attribution import Cost
 from hastegeo.costs.usage import JobUsage
 from hastegeo.models.changes import StateChange
 from hastegeo.models.history import StatusEvent
-from hastegeo.models.ids import ID_PATTERN
+from hastegeo.models.ids import ID_PATTERN, is_id
 from hastegeo.models.params import member_error
 from hastegeo.models.paths import check_relative_path
 from hastegeo.models.states import JobState
@@ -180,10 +180,8 @@ def check_labels(value: dict[str, str]) -> dict[str, str]:
 
 def check_after(value: list[str]) -> list[str]:
     """The ids a job or a group waits for, each named once; an item that is not an id is refused at its path."""
-    from hastegeo.models.ids import ID
-
     for index, name in enumerate(value):
-        if not isinstance(name, str) or not ID.fullmatch(name) or re.search(r"\s", name):
+        if not is_id(name):
             raise member_error(f"[{index}]", "not a job or group id")
     return list(dict.fromkeys(value))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,8 +68,8 @@ class Accepted:
 
 
 MAX_JSON_DEPTH = 32
-# Python refuses to read longer integers (sys.int_info.default_max_str_digits): say so in the body's words.
-MAX_INT_DIGITS = 4300
+# Python refuses to read longer integers: say so in the body's words.
+MAX_INT_DIGITS = sys.int_info.default_max_str_digits
 
 
 def json_depth(value: Any) -> int:

@@ -76,8 +76,10 @@ class QueueWorkers:
     def start(self) -> None:
         # From the host's main thread: a worker's PR_SET_PDEATHSIG fires when the thread that
         # started it ends, not only the process (see run_below_the_host).
-        commands = [self._command, *[self._command + self._standby] * (self._count - 1)][: self._count]
-        self._processes = [subprocess.Popen(command, stdin=subprocess.PIPE) for command in commands]
+        self._processes = [
+            subprocess.Popen(self._command + (self._standby if index else []), stdin=subprocess.PIPE)
+            for index in range(self._count)
+        ]
 
     def wake(self, queue_name: str) -> None:
         """Ask one worker (each in turn) to poll ``queue_name`` now. Never raises: a worker that
